@@ -1,0 +1,87 @@
+"""The CPU backend, built into the core so that the core alone always has an answer."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, ClassVar
+
+from ._protocol import Capabilities, Device, Probe
+from .plugin import BaseBackend, common_attention
+
+if TYPE_CHECKING:
+    from ._host import Host
+
+__all__ = ["CpuBackend"]
+
+# x86: AVX512-BF16 / AMX-BF16 run bf16 matmuls natively; Arm: the "bf16" feature (FEAT_BF16).
+# Flag names are the kernel's /proc/cpuinfo spellings (arch/x86/include/asm/cpufeatures.h,
+# arch/arm64/kernel/cpuinfo.c).
+_BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
+_FP16_FLAGS = frozenset({"avx512_fp16", "amx_fp16", "fphp", "asimdhp"})
+_FLAGS_SOURCE = "/proc/cpuinfo flags (Linux arch/x86/include/asm/cpufeatures.h, arm64 cpuinfo.c)"
+
+
+class CpuBackend(BaseBackend):
+    name: ClassVar[str] = "cpu"
+    device_type: ClassVar[str] = "cpu"
+    priority: ClassVar[int] = 0  # every accelerator comes first
+    distributed_backend: ClassVar[str] = "gloo"
+
+    def probe(self, host: Host) -> Probe:
+        model = host.cpu.model or "unknown model"
+        return Probe(
+            backend=self.name,
+            hardware_present=True,
+            software_ready=True,
+            reason=f"the CPU is always usable ({model}, {host.cpu.count} logical cores)",
+            evidence=(f"cpu: {model}",),
+        )
+
+    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
+        # No runtime variable hides the CPU (hwbackends.visibility says so for "cpu").
+        return [
+            Device(
+                backend=self.name,
+                device_type="cpu",
+                index=0,
+                physical_index=0,
+                name=host.cpu.model or None,
+                arch=host.machine,
+                label="cpu",
+            )
+        ]
+
+    def capabilities(
+        self, device: Device | None = None, *, host: Host | None = None
+    ) -> Capabilities:
+        flags = host.cpu.flags if host is not None else frozenset()
+        bf16 = bool(flags & _BF16_FLAGS)
+        fp16 = bool(flags & _FP16_FLAGS)
+        dtypes = ("float32", "bfloat16", "float16")  # all run on CPU; speed differs
+        if bf16:
+            why = f"native bf16 ({', '.join(sorted(flags & _BF16_FLAGS))})"
+        elif host is None:
+            why = "no host given: CPU features unknown, fp32 is the safe choice"
+        else:
+            why = "no native bf16 instructions: bf16 would be emulated and slow"
+        return Capabilities(
+            backend=self.name,
+            device_type="cpu",
+            arch=host.machine if host is not None else None,
+            dtypes=dtypes,
+            training_precision="bf16" if bf16 else "fp32",
+            # Loading in bf16 pays off with AMX tiles; with AVX512-BF16 alone the matmul gain is
+            # small while the rounding is real, so weights stay fp32 for inference.
+            inference_dtype="bfloat16" if "amx_bf16" in flags else "float32",
+            attention=common_attention(),
+            distributed_backend=self.distributed_backend,
+            kernel_device=None,
+            device_map_auto=True,
+            sources={
+                "training_precision": f"{why}; {_FLAGS_SOURCE}",
+                "fp16": ("native fp16 " if fp16 else "no native fp16; ") + _FLAGS_SOURCE,
+                "inference_dtype": "bf16 weights only with amx_bf16 (Intel AMX); " + _FLAGS_SOURCE,
+                "distributed_backend": "accelerate/state.py: gloo (mpi only when built with it)",
+                "kernel_device": "kernels has no CPU device key for hub kernels",
+            },
+        )

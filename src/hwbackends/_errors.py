@@ -1,0 +1,60 @@
+"""The one error family of hwbackends.
+
+Every message says three things: what was wrong, what was expected, and how to fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BackendNotFoundError",
+    "BackendUnavailableError",
+    "HostFileError",
+    "HwBackendsError",
+    "PluginError",
+    "QuantizationError",
+    "UnsupportedSettingError",
+    "VisibilityError",
+]
+
+
+class HwBackendsError(Exception):
+    """Base class of every error raised on purpose by hwbackends."""
+
+    def __init__(self, what: str, expected: str | None = None, fix: str | None = None) -> None:
+        self.what = what
+        self.expected = expected
+        self.fix = fix
+        parts = [what.rstrip(".") + "."]
+        if expected:
+            parts.append(f"Expected {expected.rstrip('.')}.")
+        if fix:
+            parts.append(f"Fix: {fix.rstrip('.')}.")
+        super().__init__(" ".join(parts))
+
+
+class HostFileError(HwBackendsError):
+    """A simulated host file (or dict) is missing or malformed."""
+
+
+class BackendNotFoundError(HwBackendsError):
+    """A backend was asked for by a name that no installed plugin provides."""
+
+
+class BackendUnavailableError(HwBackendsError):
+    """A backend exists but cannot run here (hardware or software missing)."""
+
+
+class PluginError(HwBackendsError):
+    """A plugin is broken; raised only in strict mode, recorded otherwise."""
+
+
+class VisibilityError(HwBackendsError):
+    """A visibility request the runtime cannot express, or a malformed request."""
+
+
+class UnsupportedSettingError(HwBackendsError):
+    """A setting asked for explicitly (attention, dtype, kernels) cannot work on this device."""
+
+
+class QuantizationError(UnsupportedSettingError):
+    """A quantization method that will fail on this device, found before any weight is read."""

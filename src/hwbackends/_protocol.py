@@ -1,0 +1,241 @@
+"""What a backend is: the ``Backend`` protocol and the plain data it returns.
+
+Everything here is a frozen dataclass with ``to_dict()`` so that reports, the CLI's ``--json``
+and the docs all show the same facts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from ._host import Host
+
+__all__ = [
+    "API_VERSION",
+    "AttentionOption",
+    "Backend",
+    "Capabilities",
+    "Device",
+    "Limitation",
+    "Probe",
+    "QuantSupport",
+]
+
+#: Major version of the plugin API. A plugin declaring another major is refused at load.
+API_VERSION = 1
+
+Precision = Literal["bf16", "fp16", "fp32"]
+SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
+
+
+@dataclass(frozen=True)
+class Device:
+    """One device as this process will see it."""
+
+    backend: str
+    device_type: str
+    index: int  # logical: what torch calls f"{device_type}:{index}"
+    physical_index: int  # the runtime's physical enumeration (see hwbackends.visibility)
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    name: str | None = None
+    arch: str | None = None
+    memory_bytes: int | None = None
+    sub_index: int | None = None  # MIG instance, tile or NeuronCore within its device
+    label: str | None = None
+
+    @property
+    def torch_device(self) -> str:
+        # torch has one CPU device; "cpu" is the idiomatic spelling.
+        return "cpu" if self.device_type == "cpu" else f"{self.device_type}:{self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "physical_index": self.physical_index,
+            "torch_device": self.torch_device,
+            "uuid": self.uuid,
+            "pci_bus_id": self.pci_bus_id,
+            "name": self.name,
+            "arch": self.arch,
+            "memory_bytes": self.memory_bytes,
+            "sub_index": self.sub_index,
+            "label": self.label,
+        }
+
+
+@dataclass(frozen=True)
+class Probe:
+    """The answer to two questions: is the hardware here, and is the software ready for it?"""
+
+    backend: str
+    hardware_present: bool
+    software_ready: bool
+    reason: str
+    hint: str | None = None
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        return self.hardware_present and self.software_ready
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "available": self.available,
+            "hardware_present": self.hardware_present,
+            "software_ready": self.software_ready,
+            "reason": self.reason,
+            "hint": self.hint,
+            "evidence": list(self.evidence),
+        }
+
+
+@dataclass(frozen=True)
+class AttentionOption:
+    """One ``attn_implementation`` value and what it needs to load on this device.
+
+    ``name`` is the string given to Transformers. ``packages`` must all be installed;
+    ``hub_kernel`` names a hub repository loaded through ``kernels`` instead of a package.
+    """
+
+    name: str
+    source: str
+    packages: tuple[str, ...] = ()
+    hub_kernel: str | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "packages": list(self.packages),
+            "hub_kernel": self.hub_kernel,
+            "note": self.note,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class QuantSupport:
+    method: str
+    status: SupportLevel
+    reason: str
+    source: str
+    min_arch: str | None = None
+    packages: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "status": self.status,
+            "reason": self.reason,
+            "min_arch": self.min_arch,
+            "packages": list(self.packages),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Limitation:
+    """A known incompatibility, with what to do about it.
+
+    ``report_to_exclude`` lists ``TrainingArguments.report_to`` integrations to drop.
+    """
+
+    text: str
+    source: str
+    report_to_exclude: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "report_to_exclude": list(self.report_to_exclude),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a device can do, each fact with its source (``sources`` maps field → source)."""
+
+    backend: str
+    device_type: str
+    arch: str | None
+    dtypes: tuple[str, ...]
+    training_precision: Precision
+    attention: tuple[AttentionOption, ...]  # best first; the last entries always work
+    distributed_backend: str
+    kernel_device: str | None = None  # the ``kernels`` device key, or None if it has none
+    kernel_layers: tuple[str, ...] = ()
+    quantization: tuple[QuantSupport, ...] = ()
+    device_map_auto: bool = True  # can Accelerate's device_map="auto" see this device?
+    limitations: tuple[Limitation, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    # dtype for loading weights for inference; None: follow training_precision
+    inference_dtype: str | None = None
+
+    @property
+    def load_dtype(self) -> str:
+        """The torch dtype name to load weights in (``bfloat16``, ``float16``, ``float32``)."""
+        if self.inference_dtype is not None:
+            return self.inference_dtype
+        return {"bf16": "bfloat16", "fp16": "float16"}.get(self.training_precision, "float32")
+
+    def quant(self, method: str) -> QuantSupport:
+        key = method.lower().replace("-", "_")
+        for q in self.quantization:
+            if q.method == key:
+                return q
+        return QuantSupport(
+            method=key,
+            status="unknown",
+            reason=f"the {self.backend} backend has no data on {method!r}",
+            source="hwbackends: no fact recorded",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "device_type": self.device_type,
+            "arch": self.arch,
+            "dtypes": list(self.dtypes),
+            "training_precision": self.training_precision,
+            "attention": [a.to_dict() for a in self.attention],
+            "distributed_backend": self.distributed_backend,
+            "kernel_device": self.kernel_device,
+            "kernel_layers": list(self.kernel_layers),
+            "quantization": [q.to_dict() for q in self.quantization],
+            "device_map_auto": self.device_map_auto,
+            "limitations": [lim.to_dict() for lim in self.limitations],
+            "load_dtype": self.load_dtype,
+            "sources": dict(self.sources),
+        }
+
+
+@runtime_checkable
+class Backend(Protocol):
+    """A hardware family. Plugins usually subclass ``hwbackends.plugin.BaseBackend``.
+
+    Rules: ``probe`` never raises and never initialises a device runtime (files only);
+    importing the module that defines a backend imports no vendor SDK and changes nothing.
+    """
+
+    name: ClassVar[str]
+    device_type: ClassVar[str]
+    api_version: ClassVar[int]
+    priority: ClassVar[int]
+
+    def probe(self, host: Host) -> Probe: ...
+
+    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]: ...
+
+    def capabilities(
+        self, device: Device | None = None, *, host: Host | None = None
+    ) -> Capabilities: ...
+
+    def visibility_env(
+        self, physical_indices: Sequence[int], *, host: Host | None = None
+    ) -> dict[str, str]: ...

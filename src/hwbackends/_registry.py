@@ -1,0 +1,692 @@
+"""Discovery, loading, probing and selection of backends, with the report that explains it.
+
+Every plugin runs behind a guard: an import that fails, a class that does not satisfy the
+protocol, a probe that raises or returns the wrong type, a name claimed twice, a plugin that
+edits ``os.environ``: each is recorded as a broken ``BackendStatus`` and skipped. Strict mode
+(``HWBACKENDS_STRICT=1``) turns any of them into a ``PluginError`` after the report is made.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+from ._discovery import EntryPointSpec, discover
+from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError
+from ._host import Host
+from ._protocol import API_VERSION, Backend, Device, Probe
+
+__all__ = [
+    "BackendStatus",
+    "SelectionReport",
+    "Settings",
+    "backends",
+    "current",
+    "explain",
+    "get",
+    "reset",
+]
+
+State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
+_T = TypeVar("_T")
+
+#: The library's own variables, read from the environment given (or os.environ).
+SETTINGS_VARS = (
+    "HWBACKENDS_BACKEND",
+    "HWBACKENDS_PLUGINS",
+    "HWBACKENDS_DISABLE",
+    "HWBACKENDS_STRICT",
+    "HWBACKENDS_HOST",
+    "HWBACKENDS_DEBUG",
+    "HWBACKENDS_DISCOVERY",
+)
+
+
+def _names(value: str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    return frozenset(p.strip().lower() for p in value.split(",") if p.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The ``HWBACKENDS_*`` variables, parsed once."""
+
+    forced: str | None = None
+    allow: frozenset[str] | None = None  # None: every plugin; empty: none but the built-in cpu
+    deny: frozenset[str] = frozenset()
+    strict: bool = False
+    debug: bool = False
+    host_file: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        forced = (env.get("HWBACKENDS_BACKEND") or "").strip().lower() or None
+        return cls(
+            forced=forced,
+            allow=_names(env.get("HWBACKENDS_PLUGINS")),
+            deny=_names(env.get("HWBACKENDS_DISABLE")) or frozenset(),
+            strict=_truthy(env.get("HWBACKENDS_STRICT")),
+            debug=_truthy(env.get("HWBACKENDS_DEBUG")),
+            host_file=env.get("HWBACKENDS_HOST") or None,
+        )
+
+
+def _truthy(v: str | None) -> bool:
+    return (v or "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclass(frozen=True)
+class BackendStatus:
+    """One candidate backend and what became of it."""
+
+    name: str
+    origin: str  # "builtin" or the distribution that declared it
+    version: str
+    target: str  # "module:attr"
+    state: State
+    probe: Probe | None = None
+    error: str | None = None
+    traceback: str | None = None
+    priority: int | None = None
+    device_type: str | None = None
+    probe_ms: float = 0.0
+
+    @property
+    def broken(self) -> bool:
+        return self.state == "broken"
+
+    @property
+    def reason(self) -> str:
+        if self.error:
+            return self.error
+        if self.probe is not None:
+            return self.probe.reason
+        return ""
+
+    def to_dict(self, *, debug: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "name": self.name,
+            "origin": self.origin,
+            "version": self.version,
+            "target": self.target,
+            "state": self.state,
+            "priority": self.priority,
+            "device_type": self.device_type,
+            "reason": self.reason,
+            "probe": self.probe.to_dict() if self.probe else None,
+            "error": self.error,
+            "probe_ms": round(self.probe_ms, 3),
+        }
+        if debug:
+            d["traceback"] = self.traceback
+        return d
+
+
+@dataclass(frozen=True)
+class SelectionReport:
+    """Why this process uses the backend it uses."""
+
+    chosen: str
+    device_type: str
+    rule: str  # "forced", "priority", "only-available", "cpu-fallback"
+    reason: str
+    candidates: tuple[BackendStatus, ...]
+    devices: tuple[Device, ...]
+    env_read: Mapping[str, str | None]
+    warnings: tuple[str, ...]
+    timings_ms: Mapping[str, float]
+    discovery: str
+    host: Host
+    visibility: Mapping[str, Any] | None = None
+    debug: bool = False
+
+    def status(self, name: str) -> BackendStatus:
+        for c in self.candidates:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    @property
+    def broken(self) -> tuple[BackendStatus, ...]:
+        return tuple(c for c in self.candidates if c.broken)
+
+    def to_dict(self) -> dict[str, Any]:
+        h = self.host
+        return {
+            "chosen": self.chosen,
+            "device_type": self.device_type,
+            "rule": self.rule,
+            "reason": self.reason,
+            "candidates": [c.to_dict(debug=self.debug) for c in self.candidates],
+            "devices": [d.to_dict() for d in self.devices],
+            "env_read": dict(self.env_read),
+            "warnings": list(self.warnings),
+            "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
+            "discovery": self.discovery,
+            "visibility": dict(self.visibility) if self.visibility is not None else None,
+            "host": {
+                "source": h.source,
+                "system": h.system,
+                "machine": h.machine,
+                "cpu": h.cpu.model,
+                "cpu_count": h.cpu.count,
+                "torch": h.torch.to_dict() if h.torch else None,
+                "accelerators": [d.to_dict() for d in h.devices],
+            },
+        }
+
+
+# -- guarded plugin calls ------------------------------------------------------------------
+
+
+class _Broken(Exception):
+    def __init__(self, reason: str, tb: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tb = tb
+
+
+def _guard(what: str, fn: Callable[[], _T]) -> _T:
+    """Run plugin code; any exception or change to os.environ becomes ``_Broken``."""
+    before = dict(os.environ)
+    try:
+        result = fn()
+    except (Exception, SystemExit) as exc:
+        import traceback
+
+        _restore_env(before)
+        raise _Broken(
+            f"{what} raised {type(exc).__name__}: {exc}", traceback.format_exc()
+        ) from None
+    changed = _restore_env(before)
+    if changed:
+        raise _Broken(
+            f"{what} changed os.environ ({', '.join(changed)}); a plugin must not edit the "
+            "environment of the process that imports or probes it"
+        )
+    return result
+
+
+def _restore_env(before: Mapping[str, str]) -> list[str]:
+    now = os.environ
+    if len(now) == len(before) and all(before.get(k) == v for k, v in now.items()):
+        return []  # the common path: nothing changed
+    changed = sorted(
+        {k for k in before if now.get(k) != before[k]} | {k for k in now if k not in before}
+    )
+    for k in changed:
+        if k in before:
+            now[k] = before[k]
+        else:
+            del now[k]
+    return changed
+
+
+def _load(spec: EntryPointSpec) -> Backend:
+    import importlib
+
+    def do_import() -> Any:
+        obj: Any = importlib.import_module(spec.module)
+        for part in spec.attr.split(".") if spec.attr else ():
+            obj = getattr(obj, part)
+        return obj
+
+    cls = _guard(f"importing {spec.value!r}", do_import)
+    if not isinstance(cls, type):
+        raise _Broken(f"{spec.value!r} is a {type(cls).__name__}, expected a backend class")
+    api = getattr(cls, "api_version", None)
+    if api != API_VERSION:
+        raise _Broken(
+            f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
+            f"version {API_VERSION}; install a {spec.dist} release built for hwbackends "
+            f"API {API_VERSION}, or a hwbackends release matching the plugin"
+        )
+    inst = _guard(f"constructing {cls.__name__}()", cls)
+    missing = [
+        attr
+        for attr, kind in (("name", str), ("device_type", str), ("priority", int))
+        if not isinstance(getattr(inst, attr, None), kind)
+    ]
+    missing += [
+        m
+        for m in ("probe", "devices", "capabilities", "visibility_env")
+        if not callable(getattr(inst, m, None))
+    ]
+    if missing:
+        raise _Broken(
+            f"{cls.__name__} does not satisfy the Backend protocol: missing or mistyped "
+            f"{', '.join(missing)} (see hwbackends.Backend; subclass hwbackends.plugin.BaseBackend)"
+        )
+    if inst.name != spec.name:
+        raise _Broken(
+            f"{cls.__name__}.name is {inst.name!r} but its entry point is named {spec.name!r}; "
+            "they must be equal"
+        )
+    return inst  # type: ignore[no-any-return]
+
+
+def _probe(backend: Backend, host: Host) -> Probe:
+    p = _guard(f"{backend.name}.probe()", lambda: backend.probe(host))
+    if not isinstance(p, Probe):
+        raise _Broken(
+            f"{backend.name}.probe() returned {type(p).__name__}, expected hwbackends.Probe"
+        )
+    if p.backend != backend.name:
+        raise _Broken(f"{backend.name}.probe() returned a Probe for {p.backend!r}")
+    return p
+
+
+# -- the registry --------------------------------------------------------------------------
+
+
+@dataclass
+class _Candidate:
+    spec: EntryPointSpec
+    backend: Backend | None = None
+    status: BackendStatus | None = None
+    load_error: _Broken | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _builtin_specs() -> list[EntryPointSpec]:
+    return [EntryPointSpec("cpu", "hwbackends._cpu:CpuBackend", "hwbackends", _version())]
+
+
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
+    b = c.backend
+    return BackendStatus(
+        name=c.spec.name,
+        origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
+        version=c.spec.version,
+        target=c.spec.value,
+        state=state,
+        priority=getattr(b, "priority", None) if b is not None else None,
+        device_type=getattr(b, "device_type", None) if b is not None else None,
+        **kw,
+    )
+
+
+def _close_matches(name: str, names: Iterable[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+
+
+class Registry:
+    """The discovered backends of one search path. ``select`` makes a ``SelectionReport``."""
+
+    def __init__(
+        self,
+        specs: Iterable[EntryPointSpec] | None = None,
+        *,
+        path: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        t0 = time.perf_counter()
+        if specs is None:
+            found, method = discover(path, env=env)
+        else:
+            found, method = list(specs), "given"
+        self.discovery = method
+        self.discovery_ms = (time.perf_counter() - t0) * 1000
+        self.specs = _builtin_specs() + found
+        self._loaded: dict[int, Backend | _Broken] = {}
+
+    def names(self) -> list[str]:
+        return sorted({s.name for s in self.specs})
+
+    def load(self, spec: EntryPointSpec) -> Backend:
+        """Import one plugin (once); raises ``_Broken``."""
+        key = id(spec)
+        if key not in self._loaded:
+            try:
+                self._loaded[key] = _load(spec)
+            except _Broken as exc:
+                self._loaded[key] = exc
+        got = self._loaded[key]
+        if isinstance(got, _Broken):
+            raise got
+        return got
+
+    def get(self, name: str) -> Backend:
+        key = name.strip().lower()
+        specs = [s for s in self.specs if s.name == key]
+        if not specs:
+            raise BackendNotFoundError(
+                f"no backend named {name!r} is installed{_close_matches(key, self.names())}",
+                f"one of {', '.join(self.names())}",
+                f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
+            )
+        conflict = _conflict(specs)
+        if conflict:
+            raise PluginError(conflict, fix="uninstall all but one of these distributions")
+        try:
+            return self.load(specs[0])
+        except _Broken as exc:
+            raise PluginError(
+                f"the {key} backend is broken: {exc.reason}",
+                fix=f"reinstall or update {specs[0].dist}, or run `hwbackends plugins --check`",
+            ) from None
+
+    def select(self, env: Mapping[str, str], host: Host, settings: Settings) -> SelectionReport:
+        timings: dict[str, float] = {"discovery": self.discovery_ms}
+        warnings: list[str] = []
+        by_name: dict[str, list[EntryPointSpec]] = {}
+        for s in self.specs:
+            by_name.setdefault(s.name, []).append(s)
+
+        if settings.forced is not None and settings.forced not in by_name:
+            raise BackendNotFoundError(
+                f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
+                f"{_close_matches(settings.forced, by_name)}",
+                f"one of {', '.join(sorted(by_name))}",
+                f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
+            )
+
+        statuses: dict[str, BackendStatus] = {}
+        impostors: list[BackendStatus] = []
+        ready: list[tuple[Backend, Probe, _Candidate]] = []
+        hardware_unready: list[Probe] = []
+        for name in sorted(by_name):
+            specs = by_name[name]
+            c = _Candidate(specs[0])
+            conflict = _conflict(specs)
+            if conflict and c.spec.value.startswith("hwbackends._"):
+                # The built-in keeps working; each impostor is reported on its own line.
+                impostors.extend(
+                    _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
+                )
+            elif conflict:
+                statuses[name] = _status(c, "broken", error=conflict)
+                continue
+            if not _allowed(c.spec, settings):
+                why = (
+                    "listed in HWBACKENDS_DISABLE"
+                    if _listed(c.spec, settings.deny)
+                    else "not listed in HWBACKENDS_PLUGINS"
+                )
+                statuses[name] = _status(c, "disabled", error=why)
+                continue
+            if settings.forced is not None and name not in (settings.forced, "cpu"):
+                statuses[name] = _status(
+                    c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
+                )
+                continue
+            t0 = time.perf_counter()
+            try:
+                c.backend = self.load(c.spec)
+                probe = _probe(c.backend, host)
+            except _Broken as exc:
+                statuses[name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                continue
+            finally:
+                timings[f"probe:{name}"] = (time.perf_counter() - t0) * 1000
+            ms = timings[f"probe:{name}"]
+            state: State = "available" if probe.available else "unavailable"
+            statuses[name] = _status(c, state, probe=probe, probe_ms=ms)
+            if probe.available:
+                ready.append((c.backend, probe, c))
+            elif probe.hardware_present:
+                hardware_unready.append(probe)
+
+        if settings.forced is not None:
+            forced = statuses[settings.forced]
+            if forced.state != "available":
+                hint = forced.probe.hint if forced.probe and forced.probe.hint else None
+                raise BackendUnavailableError(
+                    f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
+                    f"{forced.reason}",
+                    f"an available backend ({', '.join(b.name for b, _, _ in ready) or 'none'})",
+                    hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
+                )
+            ready = [r for r in ready if r[0].name == settings.forced]
+
+        ready.sort(key=lambda r: (-r[0].priority, r[0].name))
+        chosen: Backend | None = None
+        devices: list[Device] = []
+        for backend, _probe_result, c in ready:
+            t0 = time.perf_counter()
+            try:
+                devices = _guard(f"{backend.name}.devices()", partial(backend.devices, host, env))
+                if not isinstance(devices, list) or not all(isinstance(d, Device) for d in devices):
+                    raise _Broken(f"{backend.name}.devices() must return a list of Device")
+            except _Broken as exc:
+                statuses[backend.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                continue
+            finally:
+                timings[f"devices:{backend.name}"] = (time.perf_counter() - t0) * 1000
+            if not devices and backend.name != "cpu":
+                old = statuses[backend.name]
+                statuses[backend.name] = _status(
+                    c,
+                    "unavailable",
+                    probe=old.probe,
+                    probe_ms=old.probe_ms,
+                    error=f"{backend.name} hardware is present, but the visibility variables "
+                    "hide every device from this process",
+                )
+                warnings.append(
+                    f"{backend.name}: every device is hidden by the environment "
+                    f"({_visible_vars(env)}); this process cannot use it"
+                )
+                continue
+            chosen = backend
+            break
+
+        if chosen is None:
+            raise BackendUnavailableError(
+                "no backend is available, not even cpu",
+                "at least the built-in cpu backend",
+                "remove cpu from HWBACKENDS_DISABLE / add it to HWBACKENDS_PLUGINS",
+            )
+        statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
+
+        others = [r[0].name for r in ready if r[0].name != chosen.name]
+        if settings.forced is not None:
+            rule = "forced"
+            reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
+        elif chosen.name == "cpu" and hardware_unready:
+            rule = "cpu-fallback"
+            reason = "no accelerator backend is ready; using the CPU"
+        elif others:
+            rule = "priority"
+            reason = (
+                f"highest priority ({chosen.priority}) among the available backends "
+                f"({', '.join([chosen.name, *others])}); ties break by name"
+            )
+        else:
+            rule = "only-available"
+            reason = "the only available backend"
+        for p in hardware_unready:
+            fix = f" Fix: {p.hint}" if p.hint else ""
+            warnings.append(f"{p.backend}: {p.reason}.{fix}")
+
+        env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
+        vis = None
+        try:
+            from .visibility import explain_visibility, variables_for
+
+            for k in variables_for(chosen.name):
+                env_read[k] = env.get(k)
+            vrep = explain_visibility(chosen.name, env, host)
+            vis = vrep.to_dict()
+            warnings.extend(vrep.warnings)
+        except Exception as exc:  # a plugin-defined backend the visibility layer doesn't know
+            vis = {"note": f"no visibility model for {chosen.name}: {exc}"}
+        return SelectionReport(
+            chosen=chosen.name,
+            device_type=chosen.device_type,
+            rule=rule,
+            reason=reason,
+            candidates=tuple(statuses[n] for n in sorted(statuses)) + tuple(impostors),
+            devices=tuple(devices),
+            env_read=env_read,
+            warnings=tuple(warnings),
+            timings_ms=timings,
+            discovery=self.discovery,
+            host=host,
+            visibility=vis,
+            debug=settings.debug,
+        )
+
+
+def _replace_state(s: BackendStatus, state: State) -> BackendStatus:
+    from dataclasses import replace
+
+    return replace(s, state=state)
+
+
+def _visible_vars(env: Mapping[str, str]) -> str:
+    keys = [
+        k
+        for k in env
+        if k.endswith(
+            (
+                "VISIBLE_DEVICES",
+                "VISIBLE_CORES",
+                "VISIBLE_CHIPS",
+                "VISIBLE_MODULES",
+                "AFFINITY_MASK",
+                "DEVICE_SELECTOR",
+            )
+        )
+    ]
+    return ", ".join(f"{k}={env[k]!r}" for k in sorted(keys)) or "no visibility variable set"
+
+
+def _listed(spec: EntryPointSpec, names: frozenset[str]) -> bool:
+    return spec.name in names or spec.dist in names
+
+
+def _allowed(spec: EntryPointSpec, s: Settings) -> bool:
+    if _listed(spec, s.deny):
+        return False
+    if s.allow is None or spec.name == "cpu":
+        return True  # the built-in cpu cannot be filtered out by an allow-list, only denied
+    return _listed(spec, s.allow)
+
+
+def _conflict(specs: list[EntryPointSpec]) -> str | None:
+    dists = sorted({s.dist for s in specs})
+    if len(specs) < 2:
+        return None
+    name = specs[0].name
+    if any(s.value.startswith("hwbackends._") for s in specs):
+        others = [d for d in dists if d != "hwbackends"]
+        return (
+            f"{', '.join(others)} declares a backend named {name!r}, which is built into "
+            "hwbackends; rename the plugin's entry point"
+        )
+    targets = "; ".join(f"{s.dist} {s.version} ({s.value})" for s in specs)
+    return f"backend name {name!r} is claimed more than once: {targets}"
+
+
+# -- process-wide entry points -------------------------------------------------------------
+
+_lock = None
+_cached: SelectionReport | None = None
+_registry: Registry | None = None
+
+
+def _get_lock() -> Any:
+    global _lock
+    if _lock is None:
+        import _thread
+
+        _lock = _thread.allocate_lock()
+    return _lock
+
+
+def _default_registry() -> Registry:
+    global _registry
+    if _registry is None:
+        _registry = Registry()
+    return _registry
+
+
+def resolve_inputs(
+    env: Mapping[str, str] | None, host: Host | None
+) -> tuple[Mapping[str, str], Host, Settings]:
+    """The environment, host and settings a call works with (see ``current``)."""
+    settings = Settings.from_env(os.environ if env is None else env)
+    if host is None:
+        host = Host.from_file(settings.host_file) if settings.host_file else Host.from_system()
+    if env is None:
+        env = host.env if host.simulated and host.env is not None else os.environ
+    return env, host, settings
+
+
+def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> SelectionReport:
+    """The selection report: every candidate, its probe, the rule that decided, timings.
+
+    With neither ``env`` nor ``host`` given, the answer is computed once per process (under a
+    lock, so concurrent first calls get the same object) and cached. ``env`` defaults to
+    ``os.environ`` or, for a simulated host that declares one, the host file's ``env``.
+    """
+    global _cached
+    if env is None and host is None:
+        if _cached is not None:
+            return _cached
+        with _get_lock():
+            if _cached is None:
+                e, h, s = resolve_inputs(None, None)
+                report = _default_registry().select(e, h, s)
+                _strict_check(report, s)
+                _cached = report
+            return _cached
+    e, h, s = resolve_inputs(env, host)
+    report = _default_registry().select(e, h, s)
+    _strict_check(report, s)
+    return report
+
+
+def _strict_check(report: SelectionReport, s: Settings) -> None:
+    if s.strict and report.broken:
+        lines = "; ".join(f"{b.name} ({b.origin}): {b.reason}" for b in report.broken)
+        raise PluginError(
+            f"HWBACKENDS_STRICT=1 and {len(report.broken)} plugin(s) are broken: {lines}",
+            "every installed plugin to load and probe cleanly",
+            "fix or uninstall the plugin, or unset HWBACKENDS_STRICT",
+        )
+
+
+def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> Backend:
+    """The backend this process should use (cached per process for the defaults)."""
+    report = explain(env=env, host=host)
+    return _default_registry().get(report.chosen)
+
+
+def backends(
+    *, env: Mapping[str, str] | None = None, host: Host | None = None
+) -> list[BackendStatus]:
+    """Every discovered backend with its state and reason."""
+    return list(explain(env=env, host=host).candidates)
+
+
+def get(name: str) -> Backend:
+    """A backend by name, whether or not it is available here."""
+    return _default_registry().get(name)
+
+
+def get_from_report(report: SelectionReport) -> Backend:
+    """The backend instance a report chose (the same object selection probed)."""
+    return _default_registry().get(report.chosen)
+
+
+def reset() -> None:
+    """Forget the cached selection and discovery (tests; after installing a plugin)."""
+    global _cached, _registry
+    _cached = None
+    _registry = None

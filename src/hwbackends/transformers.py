@@ -1,0 +1,446 @@
+"""``from_pretrained`` settings that will really load on this hardware.
+
+``pretrained_kwargs()`` gives the dict; ``plan_pretrained()`` gives the same dict with the
+reason for each choice. torch, transformers and kernels are imported inside the functions.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ._errors import QuantizationError, UnsupportedSettingError
+from ._target import Target, resolve_target
+
+if TYPE_CHECKING:
+    from ._host import Host
+    from ._protocol import Backend, Capabilities, Device, QuantSupport
+
+__all__ = [
+    "KernelsStatus",
+    "PretrainedPlan",
+    "kernel_mapping",
+    "kernels_status",
+    "plan_pretrained",
+    "pretrained_kwargs",
+    "resolve_attention",
+]
+
+_DTYPE_ALIASES = {
+    "bf16": "bfloat16",
+    "bfloat16": "bfloat16",
+    "fp16": "float16",
+    "float16": "float16",
+    "half": "float16",
+    "fp32": "float32",
+    "float32": "float32",
+    "float": "float32",
+}
+
+
+@dataclass(frozen=True)
+class KernelsStatus:
+    """Whether hub kernels (``use_kernels``, hub attention fallbacks) can work here."""
+
+    available: bool
+    reason: str
+    device_key: str | None
+    transformers: str | None = None
+    kernels: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "available": self.available,
+            "reason": self.reason,
+            "device_key": self.device_key,
+            "transformers": self.transformers,
+            "kernels": self.kernels,
+        }
+
+
+def _kernels_bounds(transformers_version: str, host: Host) -> tuple[str, str] | None:
+    """The kernels range the host's transformers accepts, read from the installed copy.
+
+    ``transformers/utils/import_utils.py`` is read as text (importing transformers costs a
+    second). Only the installed copy can be read; for a simulated host with another version
+    the range is unknown (``None``) rather than guessed.
+    """
+    import os
+    import sys
+
+    for entry in sys.path:
+        base = os.path.join(entry or ".", "transformers")
+        try:
+            with open(os.path.join(base, "__init__.py"), encoding="utf-8") as f:
+                init = f.read()
+            with open(os.path.join(base, "utils", "import_utils.py"), encoding="utf-8") as f:
+                text = f.read()
+        except OSError:
+            continue
+        if f'__version__ = "{transformers_version}"' not in init:
+            return None
+        found: dict[str, str] = {}
+        for line in text.splitlines():
+            name, sep, value = line.partition("=")
+            name = name.strip()
+            if sep and name in ("KERNELS_MIN_VERSION", "KERNELS_MAX_VERSION"):
+                found[name] = value.strip().strip("\"'")
+        if len(found) == 2:
+            return found["KERNELS_MIN_VERSION"], found["KERNELS_MAX_VERSION"]
+        return None
+    return None
+
+
+def kernels_status(target: Target) -> KernelsStatus:
+    """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?"""
+    key = target.caps.kernel_device
+    tv = target.host.package("transformers")
+    kv = target.host.package("kernels")
+    if key is None:
+        return KernelsStatus(False, f"kernels has no device key for {target.name}", None, tv, kv)
+    if tv is None:
+        return KernelsStatus(False, "transformers is not installed", key, tv, kv)
+    if kv is None:
+        return KernelsStatus(
+            False,
+            "kernels integration unavailable: the kernels package is not installed "
+            "(pip install 'transformers[kernels]')",
+            key,
+            tv,
+            kv,
+        )
+    bounds = _kernels_bounds(tv, target.host)
+    if bounds is None:
+        return KernelsStatus(
+            False,
+            f"kernels integration unavailable: cannot tell which kernels releases "
+            f"transformers {tv} accepts (it is not the installed copy)",
+            key,
+            tv,
+            kv,
+        )
+    from packaging.version import Version
+
+    lo, hi = bounds
+    if not Version(lo) <= Version(kv) < Version(hi):
+        return KernelsStatus(
+            False,
+            f"kernels integration unavailable: installed kernels {kv} is outside the "
+            f"range transformers {tv} requires (>={lo},<{hi})",
+            key,
+            tv,
+            kv,
+        )
+    offline = target.env.get("HF_HUB_OFFLINE") or target.env.get("TRANSFORMERS_OFFLINE") or ""
+    if offline.strip().lower() in ("1", "true", "yes", "on"):
+        return KernelsStatus(
+            False, "hub kernels cannot be fetched: HF_HUB_OFFLINE is set", key, tv, kv
+        )
+    return KernelsStatus(True, f"kernels {kv} fits transformers {tv} (>={lo},<{hi})", key, tv, kv)
+
+
+def _missing(packages: tuple[str, ...], host: Host) -> list[str]:
+    return [p for p in packages if host.package(p) is None]
+
+
+def resolve_attention(
+    caps: Capabilities, host: Host, requested: str, kernels: KernelsStatus
+) -> tuple[str, str]:
+    """The ``attn_implementation`` to use and why; never one that will fail to load.
+
+    ``caps.attention`` is best-first; an option loads when its packages are installed and,
+    for a hub kernel, when the kernels integration works. ``"auto"`` takes the first that
+    loads; an explicit name must be one of those, else ``UnsupportedSettingError``.
+    """
+    loadable: list[str] = []
+    why_not: dict[str, str] = {}
+    for opt in caps.attention:
+        missing = _missing(opt.packages, host)
+        if missing:
+            why_not.setdefault(opt.name, f"needs {', '.join(missing)} installed")
+            continue
+        if opt.hub_kernel and not kernels.available:
+            why_not.setdefault(opt.name, f"hub kernel {opt.hub_kernel}: {kernels.reason}")
+            continue
+        if requested in ("auto", opt.name):
+            via = f" through hub kernel {opt.hub_kernel}" if opt.hub_kernel else ""
+            note = f" ({opt.note})" if opt.note else ""
+            rule = "best available" if requested == "auto" else "requested"
+            return opt.name, f"{rule} on {caps.arch or caps.device_type}{via}{note}"
+        loadable.append(opt.name)
+    if requested == "auto":  # every option failed: only possible with a malformed table
+        raise UnsupportedSettingError(
+            f"no attention implementation of the {caps.backend} backend can load here",
+            "at least sdpa or eager in the backend's attention table",
+        )
+    if "/" in requested and kernels.available:
+        return requested, f"hub kernel {requested} as requested"
+    known = why_not.get(requested)
+    works = ", ".join(
+        dict.fromkeys(loadable + [o.name for o in caps.attention if o.name not in why_not])
+    )
+    what = (
+        f"attn_implementation={requested!r} cannot load on {caps.arch or caps.device_type} "
+        f"({caps.backend})" + (f": {known}" if known else ": this device does not support it")
+    )
+    raise UnsupportedSettingError(what, f"one of {works}", "pick one of those, or use 'auto'")
+
+
+def _normalise_quant(q: Any) -> tuple[str, Any]:
+    if isinstance(q, str):
+        return q, None
+    if isinstance(q, Mapping) and isinstance(q.get("quant_method"), str):
+        return str(q["quant_method"]), q
+    method = getattr(q, "quant_method", None)
+    method = getattr(method, "value", method)  # QuantizationMethod is a str enum
+    if isinstance(method, str):
+        return method, q
+    raise QuantizationError(
+        f"quantization={q!r} names no method",
+        "a method name such as 'awq' or a transformers quantization config",
+    )
+
+
+def _preflight(caps: Capabilities, host: Host, q: Any) -> tuple[QuantSupport, list[str]]:
+    method, _ = _normalise_quant(q)
+    support = caps.quant(method)
+    notes: list[str] = []
+    where = f"{caps.arch or caps.device_type} ({caps.backend})"
+    if support.status == "unsupported":
+        raise QuantizationError(
+            f"quantization {method!r} will fail on {where}: {support.reason}",
+            "a method this device supports: "
+            + (", ".join(q.method for q in caps.quantization if q.status == "supported") or "none"),
+            "choose another method or another checkpoint; nothing was downloaded",
+        )
+    missing = _missing(support.packages, host)
+    if missing:
+        raise QuantizationError(
+            f"quantization {method!r} needs {', '.join(missing)}, which is not installed",
+            f"{', '.join(support.packages)} installed",
+            f"pip install {' '.join(missing)}",
+        )
+    if support.status == "partial":
+        notes.append(
+            f"quantization {method!r} is only partly supported on {where}: {support.reason}"
+        )
+    elif support.status == "unknown":
+        notes.append(f"quantization {method!r} on {where}: {support.reason}; it may fail at load")
+    return support, notes
+
+
+def _torch_dtype(name: str) -> Any:
+    try:
+        import torch
+    except ImportError:
+        return name  # from_pretrained also takes the dtype's name
+    return getattr(torch, name)
+
+
+def _device_map(t: Target) -> tuple[str, str]:
+    dev = t.device
+    if t.name == "cpu" or dev is None:
+        return "cpu", "no accelerator: weights stay on the CPU"
+    if "LOCAL_RANK" in t.env:
+        return dev.torch_device, (
+            f"one process per device under a launcher (LOCAL_RANK={t.env['LOCAL_RANK']}): "
+            "each rank loads onto its own device"
+        )
+    if len(t.devices) > 1 and t.caps.device_map_auto:
+        return "auto", f"Accelerate spreads the model over the {len(t.devices)} visible devices"
+    if not t.caps.device_map_auto:
+        return dev.torch_device, (
+            f"Accelerate's device_map='auto' cannot see {t.name} devices; an explicit device "
+            "is required"
+        )
+    return dev.torch_device, "one visible device"
+
+
+@dataclass(frozen=True)
+class PretrainedPlan:
+    kwargs: dict[str, Any]
+    backend: str
+    device: Device | None
+    reasons: Mapping[str, str]
+    warnings: tuple[str, ...]
+    kernels: KernelsStatus
+    quantization: QuantSupport | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kwargs": {k: _show(v) for k, v in self.kwargs.items()},
+            "backend": self.backend,
+            "device": self.device.to_dict() if self.device else None,
+            "reasons": dict(self.reasons),
+            "warnings": list(self.warnings),
+            "kernels": self.kernels.to_dict(),
+            "quantization": self.quantization.to_dict() if self.quantization else None,
+        }
+
+
+def _show(v: Any) -> Any:
+    if isinstance(v, (str, int, float, bool)) or v is None:
+        return v
+    return str(v).removeprefix("torch.")
+
+
+def plan_pretrained(
+    *,
+    backend: str | Backend | None = None,
+    device: Device | int | None = None,
+    attention: str = "auto",
+    kernels: bool | str = "auto",
+    quantization: Any = None,
+    dtype: Any = "auto",
+    env: Mapping[str, str] | None = None,
+    host: Host | None = None,
+) -> PretrainedPlan:
+    """Every ``from_pretrained`` setting for this hardware, with the reason for each."""
+    t = resolve_target(backend, device, env=env, host=host)
+    return plan_for_target(
+        t,
+        attention=attention,
+        kernels=kernels,
+        quantization=quantization,
+        dtype=dtype,
+        torch_objects=True,
+    )
+
+
+def plan_for_target(
+    t: Target,
+    *,
+    attention: str = "auto",
+    kernels: bool | str = "auto",
+    quantization: Any = None,
+    dtype: Any = "auto",
+    torch_objects: bool = True,
+) -> PretrainedPlan:
+    """``plan_pretrained`` for a resolved target; ``torch_objects=False`` keeps dtype a name
+    (the CLI uses that to avoid importing torch)."""
+    caps = t.caps
+    reasons: dict[str, str] = {}
+    notes: list[str] = []
+    kwargs: dict[str, Any] = {}
+
+    kwargs["device_map"], reasons["device_map"] = _device_map(t)
+
+    if dtype == "auto":
+        name = caps.load_dtype
+        src = caps.sources.get("inference_dtype") or caps.sources.get("training_precision")
+        reasons["dtype"] = f"{name}: {src or 'capability table'}"
+    else:
+        raw = str(dtype).removeprefix("torch.")
+        name = _DTYPE_ALIASES.get(raw, "")
+        if not name:
+            raise UnsupportedSettingError(
+                f"dtype={dtype!r} is not a floating dtype hwbackends knows",
+                "'auto', 'bfloat16', 'float16', 'float32' or the torch dtype",
+            )
+        if name not in caps.dtypes:
+            raise UnsupportedSettingError(
+                f"dtype {name} does not run on {caps.arch or caps.device_type} ({t.name})",
+                f"one of {', '.join(caps.dtypes)}",
+                "use dtype='auto'",
+            )
+        reasons["dtype"] = f"{name}: requested"
+    kwargs["dtype"] = _torch_dtype(name) if torch_objects else name
+
+    kstat = kernels_status(t)
+    impl, reasons["attn_implementation"] = resolve_attention(caps, t.host, attention, kstat)
+    kwargs["attn_implementation"] = impl
+
+    if kernels is True or kernels == "auto":
+        if kstat.available and kstat.device_key:
+            kwargs["use_kernels"] = True
+            reasons["use_kernels"] = (
+                f"hub kernels for device key {kstat.device_key!r}: {kstat.reason}; they help "
+                "prefill and large batches, measure before relying on them for small-batch "
+                "decoding"
+            )
+            # No KernelConfig is passed: Transformers' default mapping already selects the
+            # entries of this device key, and a config naming layers the model lacks is
+            # rejected by KernelConfig.sanitize_kernel_mapping. kernel_mapping() lists them.
+        elif kernels is True:
+            raise UnsupportedSettingError(
+                f"use_kernels was requested but cannot work here: {kstat.reason}",
+                "a backend with a kernels device key and a coherent transformers/kernels pair",
+                "install a kernels release that transformers accepts, or pass kernels=False",
+            )
+        else:
+            reasons["use_kernels"] = f"not enabled: {kstat.reason}"
+    elif kernels is not False:
+        raise UnsupportedSettingError(f"kernels={kernels!r}", "'auto', True or False")
+
+    support = None
+    if quantization is not None:
+        support, qnotes = _preflight(caps, t.host, quantization)
+        notes += qnotes
+        _, config = _normalise_quant(quantization)
+        if config is not None:
+            kwargs["quantization_config"] = config
+        reasons["quantization"] = f"{support.status}: {support.reason}"
+    for n in notes:
+        warnings.warn(n, UserWarning, stacklevel=3)
+    return PretrainedPlan(kwargs, t.name, t.device, reasons, tuple(notes), kstat, support)
+
+
+def kernel_mapping(t: Target) -> dict[str, dict[str, str]]:
+    """Layer → {device key → "repo:layer"}: what ``use_kernels=True`` maps for this backend,
+    read from the installed Transformers' default table."""
+    key = t.caps.kernel_device
+    if key is None:
+        return {}
+    try:
+        from transformers.integrations import hub_kernels
+    except ImportError:
+        return {}
+    build = getattr(hub_kernels, "_build_kernel_mapping", None)
+    try:
+        table = build() if callable(build) else getattr(hub_kernels, "_KERNEL_MAPPING", {})
+    except Exception:  # the table is private; a change of shape must not break loading
+        return {}
+    out: dict[str, dict[str, str]] = {}
+    for layer, per_device in dict(table).items():
+        entry = per_device.get(key) if isinstance(per_device, Mapping) else None
+        if entry is None:
+            continue
+        repo = entry
+        if isinstance(entry, Mapping):  # mode → LayerRepository
+            repo = next(iter(entry.values()), None)
+        repo_id = getattr(repo, "repo_id", None)
+        layer_name = getattr(repo, "layer_name", None)
+        if isinstance(repo_id, str) and isinstance(layer_name, str):
+            out[layer] = {key: f"{repo_id}:{layer_name}"}
+    return out
+
+
+def pretrained_kwargs(
+    *,
+    backend: str | Backend | None = None,
+    device: Device | int | None = None,
+    attention: str = "auto",
+    kernels: bool | str = "auto",
+    quantization: Any = None,
+    dtype: Any = "auto",
+    env: Mapping[str, str] | None = None,
+    host: Host | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``AutoModel*.from_pretrained`` on this hardware.
+
+    ``device_map``, ``dtype`` and ``attn_implementation`` always; ``use_kernels`` where hub
+    kernels can work; ``quantization_config`` when a config was
+    given and passed the pre-flight check. See ``plan_pretrained`` for the reasons.
+    """
+    return plan_pretrained(
+        backend=backend,
+        device=device,
+        attention=attention,
+        kernels=kernels,
+        quantization=quantization,
+        dtype=dtype,
+        env=env,
+        host=host,
+    ).kwargs

@@ -1,0 +1,92 @@
+"""Helpers for hermetic core tests: plugins installed on the machine never change results."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+import hwbackends
+from hwbackends import _registry
+from hwbackends._registry import Registry
+
+HOSTS = Path(__file__).parent / "hosts"
+
+
+@dataclass
+class Site:
+    """A temporary site directory holding hand-made distributions with real entry points."""
+
+    path: Path
+    modules: list[str] = field(default_factory=list)
+
+    def add_plugin(
+        self,
+        name: str,
+        code: str,
+        *,
+        dist: str | None = None,
+        version: str = "1.0",
+        module: str | None = None,
+        attr: str = "Backend",
+        group: str = "hwbackends.backends",
+    ) -> str:
+        module = module or f"hwb_test_{name}_{len(self.modules)}"
+        dist = dist or f"hwbackends-{name}"
+        (self.path / f"{module}.py").write_text(textwrap.dedent(code), encoding="utf-8")
+        info = self.path / f"{dist.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {dist}\nVersion: {version}\n", encoding="utf-8"
+        )
+        eps = info / "entry_points.txt"
+        old = eps.read_text(encoding="utf-8") if eps.exists() else ""
+        eps.write_text(old + f"[{group}]\n{name} = {module}:{attr}\n", encoding="utf-8")
+        self.modules.append(module)
+        return module
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    d = tmp_path / "site"
+    d.mkdir()
+    monkeypatch.syspath_prepend(str(d))
+    s = Site(d)
+    yield s
+    for m in s.modules:
+        sys.modules.pop(m, None)
+
+
+@pytest.fixture
+def isolated(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
+    """Make the process-wide registry see only ``site`` (plus the built-in cpu)."""
+    hwbackends.reset()
+    monkeypatch.setattr(_registry, "_registry", Registry(path=[str(site.path)]))
+    yield site
+    hwbackends.reset()
+
+
+def refresh(site: Site) -> None:
+    """Re-discover after adding plugins to an isolated site."""
+    _registry._registry = Registry(path=[str(site.path)])
+    _registry._cached = None
+
+
+GOOD = """
+from typing import ClassVar
+from hwbackends.plugin import BaseBackend
+
+class Backend(BaseBackend):
+    name: ClassVar[str] = "{name}"
+    device_type: ClassVar[str] = "{name}"
+    priority: ClassVar[int] = {priority}
+    device_nodes: ClassVar[tuple[str, ...]] = ("{name}",)
+"""
+
+
+def good_plugin(name: str, priority: int = 50) -> str:
+    return GOOD.format(name=name, priority=priority)

@@ -1,0 +1,248 @@
+"""Selection, isolation of broken plugins, strict mode, allow/deny lists, forcing."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from coretest import Site, good_plugin, refresh
+
+import hwbackends
+from hwbackends import Host
+from hwbackends._registry import Registry, Settings
+
+HOST_WITH = Host.from_dict({"device_nodes": ["/dev/alpha0", "/dev/beta0"]})
+BARE = Host.from_dict({})
+
+
+def select(site: Site, env: dict[str, str] | None = None, host: Host = HOST_WITH):
+    reg = Registry(path=[str(site.path)])
+    e = env or {}
+    return reg.select(e, host, Settings.from_env(e))
+
+
+def test_cpu_alone(site: Site) -> None:
+    r = select(site, host=BARE)
+    assert r.chosen == "cpu"
+    assert r.rule == "only-available"
+    assert [c.name for c in r.candidates] == ["cpu"]
+    assert r.devices[0].torch_device == "cpu"
+
+
+def test_priority_then_name(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    site.add_plugin("beta", good_plugin("beta", 70))
+    r = select(site)
+    # equal priority: ties break by name, and the report says so
+    assert r.chosen == "alpha"
+    assert r.rule == "priority"
+    assert "ties break by name" in r.reason
+    assert r.status("beta").state == "available"
+    assert r.status("cpu").state == "available"
+
+
+def test_unavailable_hardware_is_not_a_silent_fallback(site: Site) -> None:
+    code = good_plugin("alpha", 70) + (
+        '    packages: ClassVar[tuple[str, ...]] = ("alpha-runtime",)\n'
+        '    install_hint: ClassVar[str] = "pip install alpha-runtime"\n'
+    )
+    site.add_plugin("alpha", code)
+    r = select(site)
+    assert r.chosen == "cpu"
+    assert r.rule == "cpu-fallback"
+    st = r.status("alpha")
+    assert st.state == "unavailable"
+    assert st.reason == "alpha hardware found, but the alpha-runtime package is not installed"
+    assert r.warnings == (
+        "alpha: alpha hardware found, but the alpha-runtime package is not installed. "
+        "Fix: pip install alpha-runtime",
+    )
+
+
+BROKEN = {
+    "import-error": ("raise ImportError('vendor SDK missing')\n", "importing"),
+    "not-a-class": ("Backend = 42\n", "is a int, expected a backend class"),
+    "not-protocol": (
+        "class Backend:\n    api_version = 1\n    name = 'x'\n",
+        "does not satisfy the Backend protocol",
+    ),
+    "probe-raises": (
+        good_plugin("{n}") + "    def probe(self, host):\n        raise RuntimeError('boom')\n",
+        "probe() raised RuntimeError: boom",
+    ),
+    "probe-wrong-type": (
+        good_plugin("{n}") + "    def probe(self, host):\n        return True\n",
+        "probe() returned bool, expected hwbackends.Probe",
+    ),
+    "env-at-import": (
+        "import os\nos.environ['HWB_TEST_LEAK'] = '1'\n" + good_plugin("{n}"),
+        "changed os.environ (HWB_TEST_LEAK)",
+    ),
+    "env-in-probe": (
+        good_plugin("{n}")
+        + "    def probe(self, host):\n"
+        + "        import os\n        os.environ['CUDA_VISIBLE_DEVICES'] = '7'\n"
+        + "        return super().probe(host)\n",
+        "changed os.environ (CUDA_VISIBLE_DEVICES)",
+    ),
+    "api-version": (
+        good_plugin("{n}") + "    api_version = 2\n",
+        "declares plugin API version 2 but this hwbackends speaks version 1",
+    ),
+    "wrong-name": (good_plugin("other"), "its entry point is named"),
+    "sys-exit": ("import sys\nsys.exit(3)\n", "raised SystemExit"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BROKEN))
+def test_each_broken_plugin_is_reported_and_skipped(site: Site, kind: str) -> None:
+    code, message = BROKEN[kind]
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    site.add_plugin("bad", code.replace("{n}", "bad"), dist="hwbackends-bad", version="0.3")
+    before = dict(os.environ)
+    r = select(site)
+    assert dict(os.environ) == before  # a plugin's edits are undone
+    bad = r.status("bad")
+    assert bad.state == "broken"
+    assert message in bad.reason
+    assert bad.origin == "hwbackends-bad" and bad.version == "0.3"
+    # the others keep working
+    assert r.chosen == "alpha"
+    assert r.status("cpu").state == "available"
+
+
+def test_traceback_is_kept_and_shown_only_in_debug(site: Site) -> None:
+    site.add_plugin("bad", "raise ImportError('vendor SDK missing')\n")
+    r = select(site)
+    assert "ImportError: vendor SDK missing" in (r.status("bad").traceback or "")
+    assert "traceback" not in r.status("bad").to_dict()
+    assert "ImportError" in r.status("bad").to_dict(debug=True)["traceback"]
+
+
+def test_two_distributions_claiming_one_name(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70), dist="hwbackends-alpha")
+    site.add_plugin("alpha", good_plugin("alpha", 70), dist="alpha-fork", version="9.9")
+    site.add_plugin("beta", good_plugin("beta", 60))
+    r = select(site)
+    a = r.status("alpha")
+    assert a.state == "broken"
+    assert "backend name 'alpha' is claimed more than once" in a.reason
+    assert "alpha-fork 9.9" in a.reason and "hwbackends-alpha 1.0" in a.reason
+    assert r.chosen == "beta"
+
+
+def test_plugin_cannot_replace_builtin_cpu(site: Site) -> None:
+    site.add_plugin("cpu", good_plugin("cpu", 99), dist="evil-cpu")
+    r = select(site, host=BARE)
+    assert (r.chosen, r.status("cpu").origin) == ("cpu", "builtin")
+    (evil,) = [c for c in r.candidates if c.origin == "evil-cpu"]
+    assert evil.state == "broken"
+    assert "evil-cpu declares a backend named 'cpu', which is built into hwbackends" in evil.reason
+
+
+def test_devices_raising_falls_through_to_next(site: Site) -> None:
+    code = good_plugin("alpha", 70) + (
+        "    def devices(self, host, env):\n        raise OSError('no ioctl')\n"
+    )
+    site.add_plugin("alpha", code)
+    site.add_plugin("beta", good_plugin("beta", 60))
+    r = select(site)
+    assert r.status("alpha").state == "broken"
+    assert "devices() raised OSError: no ioctl" in r.status("alpha").reason
+    assert r.chosen == "beta"
+
+
+def test_allow_list_and_deny_list(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    site.add_plugin("beta", good_plugin("beta", 60))
+    r = select(site, {"HWBACKENDS_PLUGINS": ""})
+    assert r.chosen == "cpu"
+    assert r.status("alpha").state == "disabled"
+    assert r.status("alpha").reason == "not listed in HWBACKENDS_PLUGINS"
+    r = select(site, {"HWBACKENDS_PLUGINS": "hwbackends-beta"})  # distribution names work too
+    assert r.chosen == "beta"
+    r = select(site, {"HWBACKENDS_DISABLE": "alpha"})
+    assert r.chosen == "beta"
+    assert r.status("alpha").reason == "listed in HWBACKENDS_DISABLE"
+
+
+def test_disabling_cpu_with_nothing_else_is_an_error(site: Site) -> None:
+    with pytest.raises(hwbackends.BackendUnavailableError, match="no backend is available"):
+        select(site, {"HWBACKENDS_DISABLE": "cpu"}, host=BARE)
+
+
+def test_forced_backend(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    site.add_plugin("beta", good_plugin("beta", 60))
+    r = select(site, {"HWBACKENDS_BACKEND": "beta"})
+    assert (r.chosen, r.rule) == ("beta", "forced")
+    assert r.status("alpha").state == "not-probed"
+
+
+def test_forced_unknown_name_lists_close_matches(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    with pytest.raises(
+        hwbackends.BackendNotFoundError,
+        match=r"HWBACKENDS_BACKEND='alpah' names no installed backend \(did you mean 'alpha'\?\)\. "
+        r"Expected one of alpha, cpu\.",
+    ):
+        select(site, {"HWBACKENDS_BACKEND": "alpah"})
+
+
+def test_forced_unavailable_gives_probe_reason(site: Site) -> None:
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    with pytest.raises(
+        hwbackends.BackendUnavailableError,
+        match=r"HWBACKENDS_BACKEND=alpha but that backend is unavailable: no alpha hardware found",
+    ):
+        select(site, {"HWBACKENDS_BACKEND": "alpha"}, host=BARE)
+
+
+def test_strict_mode_makes_broken_plugins_fatal(isolated: Site) -> None:
+    isolated.add_plugin("bad", "raise ImportError('nope')\n")
+    refresh(isolated)
+    report = hwbackends.explain(env={}, host=BARE)
+    assert report.status("bad").broken
+    with pytest.raises(hwbackends.PluginError, match=r"HWBACKENDS_STRICT=1 and 1 plugin\(s\)"):
+        hwbackends.explain(env={"HWBACKENDS_STRICT": "1"}, host=BARE)
+
+
+def test_current_is_cached_and_thread_safe(isolated: Site, monkeypatch: pytest.MonkeyPatch) -> None:
+    isolated.add_plugin("alpha", good_plugin("alpha", 70))
+    refresh(isolated)
+    monkeypatch.setenv("HWBACKENDS_HOST", "")
+    monkeypatch.setattr(Host, "from_system", classmethod(lambda cls, *a, **k: HOST_WITH))
+    results: list[object] = []
+    barrier = threading.Barrier(8)
+
+    def worker() -> None:
+        barrier.wait()
+        results.append(hwbackends.explain())
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len({id(r) for r in results}) == 1
+    assert hwbackends.current().name == "alpha"
+    assert hwbackends.current() is hwbackends.current()
+
+
+def test_get_unknown_and_backends_list(isolated: Site) -> None:
+    with pytest.raises(hwbackends.BackendNotFoundError, match=r"no backend named 'cdua'"):
+        hwbackends.get("cdua")
+    assert hwbackends.get("cpu").device_type == "cpu"
+    names = [s.name for s in hwbackends.backends(env={}, host=BARE)]
+    assert names == ["cpu"]
+
+
+def test_report_is_json_able(site: Site) -> None:
+    import json
+
+    site.add_plugin("alpha", good_plugin("alpha", 70))
+    d = select(site).to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["chosen"] == "alpha"
+    assert set(d["timings_ms"]) >= {"discovery", "probe:alpha", "probe:cpu"}

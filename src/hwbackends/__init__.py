@@ -12,6 +12,8 @@ from ._errors import (
     HostFileError,
     HwBackendsError,
     PluginError,
+    QuantizationError,
+    UnsupportedSettingError,
     VisibilityError,
 )
 from ._host import Host, HostDevice, TorchBuild
@@ -46,8 +48,10 @@ __all__ = [
     "PluginError",
     "Probe",
     "QuantSupport",
+    "QuantizationError",
     "SelectionReport",
     "TorchBuild",
+    "UnsupportedSettingError",
     "VisibilityError",
     "__version__",
     "backends",

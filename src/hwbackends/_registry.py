@@ -227,6 +227,46 @@ def _restore_env(before: Mapping[str, str]) -> list[str]:
     return changed
 
 
+def api_problem(cls: type, dist: str) -> str | None:
+    """Why a backend class's declared API version is refused, or None."""
+    api = getattr(cls, "api_version", None)
+    if api == API_VERSION:
+        return None
+    return (
+        f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
+        f"version {API_VERSION}; install a {dist} release built for hwbackends "
+        f"API {API_VERSION}, or a hwbackends release matching the plugin"
+    )
+
+
+def protocol_problems(inst: object, expected_name: str | None = None) -> list[str]:
+    """What keeps a backend instance from satisfying the protocol (empty: nothing)."""
+    cls = type(inst).__name__
+    missing = [
+        attr
+        for attr, kind in (("name", str), ("device_type", str), ("priority", int))
+        if not isinstance(getattr(inst, attr, None), kind) or isinstance(getattr(inst, attr), bool)
+    ]
+    missing += [
+        m
+        for m in ("probe", "devices", "capabilities", "visibility_env")
+        if not callable(getattr(inst, m, None))
+    ]
+    problems = []
+    if missing:
+        problems.append(
+            f"{cls} does not satisfy the Backend protocol: missing or mistyped "
+            f"{', '.join(missing)} (see hwbackends.Backend; subclass hwbackends.plugin.BaseBackend)"
+        )
+    name = getattr(inst, "name", None)
+    if expected_name is not None and isinstance(name, str) and name != expected_name:
+        problems.append(
+            f"{cls}.name is {name!r} but its entry point is named {expected_name!r}; "
+            "they must be equal"
+        )
+    return problems
+
+
 def _load(spec: EntryPointSpec) -> Backend:
     import importlib
 
@@ -239,34 +279,13 @@ def _load(spec: EntryPointSpec) -> Backend:
     cls = _guard(f"importing {spec.value!r}", do_import)
     if not isinstance(cls, type):
         raise _Broken(f"{spec.value!r} is a {type(cls).__name__}, expected a backend class")
-    api = getattr(cls, "api_version", None)
-    if api != API_VERSION:
-        raise _Broken(
-            f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
-            f"version {API_VERSION}; install a {spec.dist} release built for hwbackends "
-            f"API {API_VERSION}, or a hwbackends release matching the plugin"
-        )
+    problem = api_problem(cls, spec.dist)
+    if problem:
+        raise _Broken(problem)
     inst = _guard(f"constructing {cls.__name__}()", cls)
-    missing = [
-        attr
-        for attr, kind in (("name", str), ("device_type", str), ("priority", int))
-        if not isinstance(getattr(inst, attr, None), kind)
-    ]
-    missing += [
-        m
-        for m in ("probe", "devices", "capabilities", "visibility_env")
-        if not callable(getattr(inst, m, None))
-    ]
-    if missing:
-        raise _Broken(
-            f"{cls.__name__} does not satisfy the Backend protocol: missing or mistyped "
-            f"{', '.join(missing)} (see hwbackends.Backend; subclass hwbackends.plugin.BaseBackend)"
-        )
-    if inst.name != spec.name:
-        raise _Broken(
-            f"{cls.__name__}.name is {inst.name!r} but its entry point is named {spec.name!r}; "
-            "they must be equal"
-        )
+    problems = protocol_problems(inst, spec.name)
+    if problems:
+        raise _Broken(problems[0])
     return inst  # type: ignore[no-any-return]
 
 

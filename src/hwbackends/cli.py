@@ -205,7 +205,7 @@ def render_backends(report: SelectionReport, st: _Style, debug: bool = False) ->
     lines = [st.bold("Backends")]
     lines += _table(rows)
     for c in report.candidates:
-        if c.probe and c.probe.hint and not c.probe.available:
+        if c.probe and c.probe.hint and c.probe.hardware_present and not c.probe.available:
             lines.append(f"    {c.name}: fix: {c.probe.hint}")
         if debug and c.traceback:
             lines.append(st.dim("    " + c.traceback.replace("\n", "\n    ").rstrip()))

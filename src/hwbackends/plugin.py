@@ -23,6 +23,7 @@ from ._protocol import (
 )
 
 if TYPE_CHECKING:
+    from ._confirm import Confirmation
     from ._host import Host, HostDevice
 
 __all__ = [
@@ -213,6 +214,16 @@ class BaseBackend:
 
     def arch_of(self, hd: HostDevice) -> str | None:
         return hd.arch
+
+    def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
+        """Opt-in: run the real runtime in a subprocess and compare it with ``devices()``.
+
+        The only method that starts a device runtime, and only in a child process; see
+        :func:`hwbackends._confirm.confirm`.
+        """
+        from ._confirm import confirm
+
+        return confirm(self, host, env, timeout=timeout)
 
     def visibility_env(
         self, physical_indices: Sequence[int], *, host: Host | None = None

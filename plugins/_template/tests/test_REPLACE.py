@@ -1,0 +1,24 @@
+"""The hwbackends conformance kit, plus this backend's own cases."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hwbackends_REPLACE import REPLACE_CLASSBackend
+
+from hwbackends import Host
+from hwbackends.testing import BackendContract
+
+HOSTS = Path(__file__).parent / "hosts"
+
+
+class TestREPLACE_CLASSContract(BackendContract):
+    backend_cls = REPLACE_CLASSBackend
+    hosts = ("hosts/REPLACE-2.json",)
+    other_hosts = ("hosts/REPLACE-no-package.json",)
+
+
+def test_hardware_without_package_says_what_to_install() -> None:
+    probe = REPLACE_CLASSBackend().probe(Host.from_file(HOSTS / "REPLACE-no-package.json"))
+    assert (probe.hardware_present, probe.software_ready) == (True, False)
+    assert probe.hint == "pip install REPLACE_PACKAGE"

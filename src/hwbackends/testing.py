@@ -1,0 +1,313 @@
+"""The conformance kit: the tests every backend plugin runs in its own CI, without hardware.
+
+Enable it with one class::
+
+    from hwbackends.testing import BackendContract
+    from hwbackends_acme import AcmeBackend
+
+    class TestAcmeContract(BackendContract):
+        backend_cls = AcmeBackend
+        hosts = ["tests/hosts/acme-4.json"]        # simulated hosts that must select it
+        sdk_modules = ("acme_sdk",)                # must not be imported by the plugin module
+
+It checks: the protocol (with pinned messages), that ``probe`` never raises and always
+explains, that devices agree with the probe, re-entrant results, that importing the plugin
+module pulls in no vendor SDK and changes no environment variable, visibility round-trips, that
+capability data is well-formed and sourced, and that its simulated hosts select it. The same
+checks are available as plain functions (``check_*``) returning problem lists.
+
+This module is registered as a pytest plugin (entry point ``pytest11``) and provides the
+``hwbackends_host`` fixture: a factory for simulated hosts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from ._discovery import EntryPointSpec
+from ._errors import VisibilityError
+from ._host import Host
+from ._protocol import Backend, Capabilities, Device, Probe
+from ._registry import Registry, Settings, api_problem, protocol_problems
+
+__all__ = [
+    "BackendContract",
+    "check_capabilities",
+    "check_import_is_clean",
+    "check_probe",
+    "check_protocol",
+    "check_visibility_round_trip",
+    "hwbackends_host",
+    "make_registry",
+]
+
+#: Hosts every backend must handle without raising: nothing at all, and odd leftovers.
+EDGE_HOSTS: tuple[Mapping[str, Any], ...] = (
+    {},
+    {"system": "Darwin", "machine": "arm64"},
+    {"torch": {"version": "2.13.0+cpu"}, "device_nodes": ["/dev/null"]},
+    {"devices": [{"vendor": "unknownvendor", "name": "mystery"}], "packages": {"torch": "0"}},
+)
+
+
+def _as_host(h: str | os.PathLike[str] | Host | Mapping[str, Any]) -> Host:
+    if isinstance(h, Host):
+        return h
+    if isinstance(h, Mapping):
+        return Host.from_dict(h)
+    return Host.from_file(h)
+
+
+def make_registry(*backend_classes: type[Any], dist: str = "test") -> Registry:
+    """A registry of in-memory backend classes (plus the built-in cpu), no install needed."""
+    specs = []
+    for cls in backend_classes:
+        mod = sys.modules[cls.__module__]
+        specs.append(EntryPointSpec(cls.name, f"{mod.__name__}:{cls.__qualname__}", dist, "0"))
+    return Registry(specs)
+
+
+def check_protocol(cls: type, expected_name: str | None = None) -> list[str]:
+    """Pinned messages for everything that keeps ``cls`` from being loaded as a backend."""
+    problem = api_problem(cls, getattr(cls, "__module__", "the plugin"))
+    if problem:
+        return [problem]
+    try:
+        inst = cls()
+    except Exception as exc:
+        return [
+            f"{cls.__name__}() raised {type(exc).__name__}: {exc}; a backend must construct "
+            "without arguments and without touching hardware"
+        ]
+    problems = protocol_problems(inst, expected_name)
+    if not problems and not isinstance(inst, Backend):
+        problems.append(f"{cls.__name__} is not a hwbackends.Backend")
+    return problems
+
+
+def check_probe(backend: Backend, host: Host) -> list[str]:
+    """``probe`` never raises, returns a Probe for itself, and always explains."""
+    name = backend.name
+    try:
+        p = backend.probe(host)
+    except Exception as exc:
+        return [f"{name}.probe() raised {type(exc).__name__}: {exc} on host {host.source}"]
+    if not isinstance(p, Probe):
+        return [f"{name}.probe() returned {type(p).__name__}, expected hwbackends.Probe"]
+    problems = []
+    if p.backend != name:
+        problems.append(f"{name}.probe() returned a Probe for {p.backend!r}")
+    if not p.reason.strip():
+        problems.append(f"{name}.probe() gave no reason on host {host.source}")
+    if p.hardware_present and not p.software_ready and not p.hint:
+        problems.append(
+            f"{name}.probe() found hardware but not the software, and gave no hint naming the "
+            f"fix (host {host.source})"
+        )
+    return problems
+
+
+def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) -> list[str]:
+    p = backend.probe(host)
+    devs = backend.devices(host, env)
+    if not isinstance(devs, list) or not all(isinstance(d, Device) for d in devs):
+        return [f"{backend.name}.devices() must return a list of hwbackends.Device"]
+    problems = []
+    if not p.hardware_present and devs:
+        problems.append(
+            f"{backend.name}.devices() lists {len(devs)} device(s) on host {host.source} where "
+            "its probe found no hardware"
+        )
+    if [d.index for d in devs] != list(range(len(devs))):
+        problems.append(f"{backend.name}.devices() logical indices are not 0..n-1")
+    if len({(d.physical_index, d.sub_index) for d in devs}) != len(devs):
+        problems.append(f"{backend.name}.devices() names one physical device twice")
+    if any(d.backend != backend.name or d.device_type != backend.device_type for d in devs):
+        problems.append(f"{backend.name}.devices() returned a Device of another backend")
+    return problems
+
+
+def check_capabilities(caps: Capabilities, backend: Backend) -> list[str]:
+    """Well-formed and sourced: every fact that can carry a source carries one."""
+    problems = []
+    where = f"{backend.name} capabilities ({caps.arch or 'default'})"
+    if caps.backend != backend.name or caps.device_type != backend.device_type:
+        problems.append(f"{where} name another backend or device type")
+    if not caps.attention:
+        problems.append(f"{where} list no attention implementation")
+    elif caps.attention[-1].packages or caps.attention[-1].hub_kernel:
+        problems.append(f"{where}: the last attention option must need nothing (e.g. eager)")
+    for a in caps.attention:
+        if not a.source.strip():
+            problems.append(f"{where}: attention {a.name!r} has no source")
+    for q in caps.quantization:
+        if not q.source.strip():
+            problems.append(f"{where}: quantization {q.method!r} has no source")
+        if q.status not in ("supported", "partial", "unsupported", "unknown"):
+            problems.append(f"{where}: quantization {q.method!r} has status {q.status!r}")
+    for lim in caps.limitations:
+        if not lim.source.strip():
+            problems.append(f"{where}: limitation {lim.text!r} has no source")
+    if not caps.distributed_backend:
+        problems.append(f"{where} name no distributed backend")
+    if "training_precision" not in caps.sources:
+        problems.append(f"{where}: training_precision has no source")
+    if caps.training_precision not in ("bf16", "fp16", "fp32"):
+        problems.append(f"{where}: training_precision {caps.training_precision!r}")
+    if caps.load_dtype not in caps.dtypes:
+        problems.append(f"{where}: load dtype {caps.load_dtype} is not among dtypes {caps.dtypes}")
+    try:
+        json.dumps(caps.to_dict())
+    except TypeError as exc:
+        problems.append(f"{where} are not JSON-able: {exc}")
+    return problems
+
+
+def check_visibility_round_trip(backend: Backend, host: Host) -> list[str]:
+    """Selecting physical devices through ``visibility_env`` shows exactly those, in order."""
+    devs = backend.devices(host, {})
+    physical = [d.physical_index for d in devs if d.sub_index is None]
+    selections = [physical[:1], physical[::-1], physical[1::2]] if physical else []
+    problems = []
+    for sel in selections:
+        if not sel:
+            continue
+        try:
+            env = backend.visibility_env(sel, host=host)
+        except VisibilityError:
+            continue  # a runtime that cannot express this selection (e.g. no reordering)
+        got = [d.physical_index for d in backend.devices(host, env)]
+        if got != sel:
+            problems.append(
+                f"{backend.name}: visibility_env({sel}) = {env} shows physical {got}, not {sel}"
+            )
+    return problems
+
+
+def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[str]:
+    """Importing the plugin module in a fresh interpreter imports no SDK and edits no env."""
+    heavy = ["torch", "transformers", "accelerate", *sdk_modules]
+    code = (
+        "import json, os, sys\n"
+        "before = dict(os.environ)\n"
+        f"import {module}\n"
+        "keys = set(before) | set(os.environ)\n"
+        "changed = sorted(k for k in keys if before.get(k) != os.environ.get(k))\n"
+        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})\n"
+        "print(json.dumps({'changed': changed, 'heavy': heavy}))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if proc.returncode != 0:
+        return [f"importing {module} failed: {proc.stderr.strip().splitlines()[-1:]}"]
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    problems = []
+    if got["heavy"]:
+        problems.append(f"importing {module} imported {', '.join(got['heavy'])}")
+    if got["changed"]:
+        problems.append(f"importing {module} changed os.environ: {', '.join(got['changed'])}")
+    return problems
+
+
+def _fail(problems: Sequence[str]) -> None:
+    if problems:
+        pytest.fail("\n".join(problems), pytrace=False)
+
+
+class BackendContract:
+    """Subclass with ``backend_cls`` (and ``hosts``) to run the whole kit as pytest tests."""
+
+    backend_cls: ClassVar[type[Any]]
+    #: Simulated hosts (paths, dicts or Host objects) on which this backend must be selected.
+    hosts: ClassVar[Sequence[Any]] = ()
+    #: Hosts on which it must be present but not selected (e.g. hardware without its package).
+    other_hosts: ClassVar[Sequence[Any]] = ()
+    #: Vendor SDK module names that importing the plugin module must not import.
+    sdk_modules: ClassVar[Sequence[str]] = ()
+    #: Extra backend classes that compete in the selection (e.g. cuda next to rocm).
+    competitors: ClassVar[Sequence[type[Any]]] = ()
+
+    @pytest.fixture
+    def backend(self) -> Backend:
+        backend: Backend = self.backend_cls()
+        return backend
+
+    def all_hosts(self) -> list[Host]:
+        # Relative host paths are relative to the file that defines the test class.
+        import inspect
+
+        base = Path(inspect.getfile(type(self))).parent
+        out = []
+        for h in [*self.hosts, *self.other_hosts, *EDGE_HOSTS]:
+            if isinstance(h, (str, os.PathLike)) and not Path(h).is_absolute():
+                h = base / h
+            out.append(_as_host(h))
+        return out
+
+    def selecting_hosts(self) -> list[Host]:
+        return self.all_hosts()[: len(self.hosts)]
+
+    def test_protocol(self) -> None:
+        _fail(check_protocol(self.backend_cls, getattr(self.backend_cls, "name", None)))
+
+    def test_probe_never_raises_and_explains(self, backend: Backend) -> None:
+        _fail([p for h in self.all_hosts() for p in check_probe(backend, h)])
+
+    def test_devices_agree_with_probe(self, backend: Backend) -> None:
+        _fail([p for h in self.all_hosts() for p in check_devices_agree(backend, h, {})])
+
+    def test_reentrant(self, backend: Backend) -> None:
+        problems = []
+        for h in self.all_hosts():
+            if backend.probe(h) != backend.probe(h) or backend.devices(h, {}) != backend.devices(
+                h, {}
+            ):
+                problems.append(f"{backend.name}: two calls on host {h.source} disagree")
+            other = self.backend_cls()
+            if other.probe(h) != backend.probe(h):
+                problems.append(f"{backend.name}: a second instance disagrees on {h.source}")
+        _fail(problems)
+
+    def test_import_is_clean(self) -> None:
+        _fail(check_import_is_clean(self.backend_cls.__module__.split(".")[0], self.sdk_modules))
+
+    def test_visibility_round_trip(self, backend: Backend) -> None:
+        _fail([p for h in self.selecting_hosts() for p in check_visibility_round_trip(backend, h)])
+
+    def test_capabilities_well_formed_and_sourced(self, backend: Backend) -> None:
+        problems = check_capabilities(backend.capabilities(None), backend)
+        for h in self.all_hosts():
+            for d in backend.devices(h, {})[:4]:
+                problems += check_capabilities(backend.capabilities(d, host=h), backend)
+        _fail(problems)
+
+    def test_simulated_hosts_select_it(self) -> None:
+        if not self.hosts:
+            pytest.skip("no simulated hosts declared")
+        reg = make_registry(self.backend_cls, *self.competitors)
+        problems = []
+        for h in self.selecting_hosts():
+            env = dict(h.env or {})
+            r = reg.select(env, h, Settings.from_env(env))
+            name = self.backend_cls.name
+            if r.chosen != name:
+                why = r.status(name).reason
+                problems.append(f"host {h.source} selected {r.chosen}, not {name}: {why}")
+        _fail(problems)
+
+
+@pytest.fixture
+def hwbackends_host() -> Callable[..., Host]:
+    """Build a simulated host: ``hwbackends_host(devices=[...], torch={...})``."""
+
+    def make(**fields: Any) -> Host:
+        return Host.from_dict(fields)
+
+    return make

@@ -227,14 +227,14 @@ def _restore_env(before: Mapping[str, str]) -> list[str]:
     return changed
 
 
-def api_problem(cls: type, dist: str) -> str | None:
+def api_problem(cls: type, dist: str = "the plugin") -> str | None:
     """Why a backend class's declared API version is refused, or None."""
     api = getattr(cls, "api_version", None)
     if api == API_VERSION:
         return None
     return (
         f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
-        f"version {API_VERSION}; install a {dist} release built for hwbackends "
+        f"version {API_VERSION}; install a release of {dist} built for hwbackends "
         f"API {API_VERSION}, or a hwbackends release matching the plugin"
     )
 

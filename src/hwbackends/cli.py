@@ -288,9 +288,31 @@ def _json(obj: Any) -> str:
 # -- commands ------------------------------------------------------------------------------
 
 
+def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[str, str]) -> Any:
+    """The opt-in runtime check, or None when --confirm was not given."""
+    if not getattr(args, "confirm", False):
+        return None
+    if report.host.simulated:
+        raise UsageError(
+            "--confirm asks the real runtime of this machine and cannot check a simulated host",
+            "--confirm without --host",
+            "drop one of the two flags",
+        )
+    from ._confirm import confirm
+    from ._registry import get_from_report
+
+    return confirm(get_from_report(report), report.host, env)
+
+
+def render_confirmation(conf: Any, st: _Style) -> list[str]:
+    mark = st.green("agrees") if conf.ok else st.red("DISAGREES")
+    return [st.bold("Runtime check") + f"  {mark}: {conf.message} ({conf.seconds:.2f} s)"]
+
+
 def cmd_env(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
     settings = settings_for(report, env)
+    conf = _confirmation(args, report, env)
     if args.json:
         from ._registry import get_from_report
 
@@ -299,10 +321,14 @@ def cmd_env(args: argparse.Namespace) -> int:
         dev = report.devices[0] if report.devices else None
         d["capabilities"] = backend.capabilities(dev, host=report.host).to_dict()
         d["settings"] = settings
+        d["confirmation"] = conf.to_dict() if conf is not None else None
         print(_json(d))
     else:
-        print(render_env(report, _Style(sys.stdout), report.debug, settings))
-    return 0
+        st = _Style(sys.stdout)
+        print(render_env(report, st, report.debug, settings))
+        if conf is not None:
+            print("\n" + "\n".join(render_confirmation(conf, st)))
+    return 0 if conf is None or conf.ok else 1
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
@@ -328,7 +354,8 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_devices(args: argparse.Namespace) -> int:
-    report = _report(args)
+    report, env = _report_env(args)
+    conf = _confirmation(args, report, env)
     if args.json:
         print(
             _json(
@@ -339,10 +366,11 @@ def cmd_devices(args: argparse.Namespace) -> int:
                     "devices": [d.to_dict() for d in report.devices],
                     "visibility": report.visibility,
                     "warnings": list(report.warnings),
+                    "confirmation": conf.to_dict() if conf is not None else None,
                 }
             )
         )
-        return 0
+        return 0 if conf is None or conf.ok else 1
     st = _Style(sys.stdout)
     lines = [f"backend {report.chosen}", *render_devices(report, st)]
     steps = (report.visibility or {}).get("steps") or []
@@ -351,8 +379,10 @@ def cmd_devices(args: argparse.Namespace) -> int:
         lines += [f"  {s}" for s in steps]
     if report.warnings:
         lines += [st.yellow(f"! {w}") for w in report.warnings]
+    if conf is not None:
+        lines += render_confirmation(conf, st)
     print("\n".join(lines))
-    return 0
+    return 0 if conf is None or conf.ok else 1
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
@@ -543,6 +573,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     common.add_argument("--backend", metavar="NAME", help="force a backend by name")
     common.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
+    common.add_argument(
+        "--confirm",
+        action="store_true",
+        help="also ask the real runtime, in a child process, and compare (starts the runtime)",
+    )
 
     p = argparse.ArgumentParser(
         prog="hwbackends",

@@ -247,5 +247,8 @@ class BaseBackend:
             training_precision="fp32",
             attention=common_attention(),
             distributed_backend=self.distributed_backend,
-            sources={"dtypes": "hwbackends default: nothing is known about this backend"},
+            sources={
+                "dtypes": "hwbackends default: nothing is known about this backend",
+                "training_precision": "hwbackends default: fp32 until the plugin states more",
+            },
         )

@@ -77,7 +77,7 @@ def make_registry(*backend_classes: type[Any], dist: str = "test") -> Registry:
 
 def check_protocol(cls: type, expected_name: str | None = None) -> list[str]:
     """Pinned messages for everything that keeps ``cls`` from being loaded as a backend."""
-    problem = api_problem(cls, getattr(cls, "__module__", "the plugin"))
+    problem = api_problem(cls)
     if problem:
         return [problem]
     try:
@@ -196,12 +196,14 @@ def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[
     """Importing the plugin module in a fresh interpreter imports no SDK and edits no env."""
     heavy = ["torch", "transformers", "accelerate", *sdk_modules]
     code = (
-        "import json, os, sys\n"
-        "before = dict(os.environ)\n"
+        "import os, sys\n"
+        "before, loaded = dict(os.environ), set(sys.modules)\n"
         f"import {module}\n"
         "keys = set(before) | set(os.environ)\n"
         "changed = sorted(k for k in keys if before.get(k) != os.environ.get(k))\n"
-        f"heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})\n"
+        "new = {m.split('.')[0] for m in set(sys.modules) - loaded}\n"
+        f"heavy = sorted(new & set({heavy!r}))\n"
+        "import json\n"
         "print(json.dumps({'changed': changed, 'heavy': heavy}))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)

@@ -186,7 +186,7 @@ def test_check_capabilities_messages() -> None:
 
 def test_check_visibility_round_trip_catches_a_writer_that_lies() -> None:
     class Liar(Good):
-        def visibility_env(self, physical_indices: Any, *, host: Host | None = None) -> dict[str, str]:
+        def visibility_env(self, indices: Any, *, host: Host | None = None) -> dict[str, str]:
             return {}
 
     from hwbackends.testing import check_devices_agree

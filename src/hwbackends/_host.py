@@ -369,10 +369,13 @@ class Host:
         cls, root: str = "/", *, path: Sequence[str] | None = None, system: str | None = None
     ) -> Host:
         """Read this machine. ``root`` lets tests point the same code at a fake tree."""
-        import platform
+        if hasattr(os, "uname"):  # what platform.system()/machine() return, without importing it
+            uts = os.uname()
+            sysname, machine = system or uts.sysname, uts.machine
+        else:  # pragma: no cover - Windows
+            import platform
 
-        sysname = system or platform.system()
-        machine = platform.machine()
+            sysname, machine = system or platform.system(), platform.machine()
         search = list(sys.path if path is None else path)
         packages = dict(_scan_packages(search))
         devices = list(_read_pci(root))
@@ -633,7 +636,12 @@ def _order_amd_by_kfd(root: str, devices: list[HostDevice]) -> list[HostDevice]:
 
 
 def _apple_device() -> HostDevice:
-    return HostDevice(vendor="apple", name="Apple Silicon GPU", arch="apple-silicon")
+    import platform
+
+    # mac_ver() reads SystemVersion.plist; MPS needs macOS 12.3, bf16 on MPS macOS 14.
+    macos = platform.mac_ver()[0]
+    extra = {"macos": macos} if macos else {}
+    return HostDevice(vendor="apple", name="Apple Silicon GPU", arch="apple-silicon", extra=extra)
 
 
 def _read_cpu(root: str) -> CpuInfo:
@@ -674,12 +682,14 @@ def _read_drivers(root: str) -> dict[str, str]:
             drivers[mod] = (_read_text(os.path.join(d, "version")) or "").strip()
     text = _read_text(os.path.join(root, "proc/driver/nvidia/version"))
     if text:
-        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
+        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." and, for
+        # the open modules, "... NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release
+        # Build ...": the version is the first dotted number after "Module".
         words = text.split()
-        for i, w in enumerate(words):
-            if w == "Module" and i + 1 < len(words):
-                drivers["nvidia"] = words[i + 1]
-                break
+        after = words[words.index("Module") + 1 :] if "Module" in words else []
+        version = next((w for w in after if w[:1].isdigit() and "." in w), None)
+        if version is not None:
+            drivers["nvidia"] = version
         else:
             drivers.setdefault("nvidia", "")
     return drivers

@@ -191,9 +191,16 @@ class _Broken(Exception):
         self.tb = tb
 
 
+def _env_snapshot() -> dict[Any, Any]:
+    # os.environ keeps the raw (bytes) mapping in _data on POSIX: copying and comparing that
+    # is ~100x cheaper than decoding every variable, and this runs around every plugin call.
+    raw = getattr(os.environ, "_data", None)
+    return dict(raw) if isinstance(raw, dict) else dict(os.environ)
+
+
 def _guard(what: str, fn: Callable[[], _T]) -> _T:
     """Run plugin code; any exception or change to os.environ becomes ``_Broken``."""
-    before = dict(os.environ)
+    before = _env_snapshot()
     try:
         result = fn()
     except (Exception, SystemExit) as exc:
@@ -212,10 +219,12 @@ def _guard(what: str, fn: Callable[[], _T]) -> _T:
     return result
 
 
-def _restore_env(before: Mapping[str, str]) -> list[str]:
-    now = os.environ
-    if len(now) == len(before) and all(before.get(k) == v for k, v in now.items()):
+def _restore_env(raw_before: Mapping[Any, Any]) -> list[str]:
+    raw_now = getattr(os.environ, "_data", None)
+    if raw_before == (raw_now if isinstance(raw_now, dict) else os.environ):
         return []  # the common path: nothing changed
+    before = _decode_env(raw_before)
+    now = os.environ
     changed = sorted(
         {k for k in before if now.get(k) != before[k]} | {k for k in now if k not in before}
     )
@@ -225,6 +234,13 @@ def _restore_env(before: Mapping[str, str]) -> list[str]:
         else:
             del now[k]
     return changed
+
+
+def _decode_env(raw: Mapping[Any, Any]) -> dict[str, str]:
+    if all(isinstance(k, str) for k in raw):
+        return dict(raw)
+    dec = os.fsdecode
+    return {dec(k): dec(v) for k, v in raw.items()}
 
 
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
@@ -488,18 +504,21 @@ class Registry:
                 timings[f"devices:{backend.name}"] = (time.perf_counter() - t0) * 1000
             if not devices and backend.name != "cpu":
                 old = statuses[backend.name]
+                shown = _visible_vars(env)
+                if shown:
+                    why = (
+                        f"{backend.name} hardware is present, but the visibility variables "
+                        f"hide every device from this process ({shown})"
+                    )
+                else:
+                    why = (
+                        f"{backend.name} hardware evidence was found ({old.reason}), but no "
+                        "device could be enumerated from the host's PCI devices"
+                    )
                 statuses[backend.name] = _status(
-                    c,
-                    "unavailable",
-                    probe=old.probe,
-                    probe_ms=old.probe_ms,
-                    error=f"{backend.name} hardware is present, but the visibility variables "
-                    "hide every device from this process",
+                    c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
-                warnings.append(
-                    f"{backend.name}: every device is hidden by the environment "
-                    f"({_visible_vars(env)}); this process cannot use it"
-                )
+                warnings.append(f"{why}; this process cannot use it")
                 continue
             chosen = backend
             break
@@ -539,14 +558,17 @@ class Registry:
 
             for k in variables_for(chosen.name):
                 env_read[k] = env.get(k)
-            vrep = explain_visibility(chosen.name, env, host)
+            view = getattr(chosen, "host_view", None)
+            vrep = explain_visibility(chosen.name, env, view(host) if callable(view) else host)
             vis = vrep.to_dict()
             warnings.extend(vrep.warnings)
         except Exception as exc:  # a plugin-defined backend the visibility layer doesn't know
             vis = {"note": f"no visibility model for {chosen.name}: {exc}"}
         return SelectionReport(
             chosen=chosen.name,
-            device_type=chosen.device_type,
+            # a backend whose device string depends on the software stack (neuron/xla)
+            # reports it on its devices
+            device_type=devices[0].device_type if devices else chosen.device_type,
             rule=rule,
             reason=reason,
             candidates=tuple(statuses[n] for n in sorted(statuses)) + tuple(impostors),
@@ -582,7 +604,7 @@ def _visible_vars(env: Mapping[str, str]) -> str:
             )
         )
     ]
-    return ", ".join(f"{k}={env[k]!r}" for k in sorted(keys)) or "no visibility variable set"
+    return ", ".join(f"{k}={env[k]!r}" for k in sorted(keys))
 
 
 def _listed(spec: EntryPointSpec, names: frozenset[str]) -> bool:

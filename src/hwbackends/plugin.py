@@ -158,7 +158,22 @@ class BaseBackend:
     # -- devices and visibility ------------------------------------------------------------
 
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
+        """This backend's devices among the host's; override to drop a vendor's other
+        functions (a BMC's VGA, crypto engines) or to add facts."""
         return host.devices_of(self.vendor) if self.vendor else ()
+
+    def host_view(self, host: Host) -> Host:
+        """The host as this backend's runtime enumerates it: the vendor's devices reduced to
+        ``host_devices()``, so that visibility positions count only real accelerators."""
+        if not self.vendor:
+            return host
+        own = self.host_devices(host)
+        if own == host.devices_of(self.vendor):
+            return host
+        from dataclasses import replace
+
+        others = tuple(d for d in host.devices if d.vendor != self.vendor)
+        return replace(host, devices=others + own)
 
     def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
         """Visible devices in logical order, resolved by the visibility layer.
@@ -168,6 +183,7 @@ class BaseBackend:
         """
         from .visibility import explain_visibility
 
+        host = self.host_view(host)
         own = self.host_devices(host)
         if not _modelled(self.name):
             if own:
@@ -231,7 +247,8 @@ class BaseBackend:
         from ._host import Host
         from .visibility import visibility_env
 
-        return visibility_env(self.name, physical_indices, host if host is not None else Host())
+        view = self.host_view(host) if host is not None else Host()
+        return visibility_env(self.name, physical_indices, view)
 
     # -- capabilities ----------------------------------------------------------------------
 

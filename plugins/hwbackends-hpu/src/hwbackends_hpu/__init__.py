@@ -1,0 +1,42 @@
+"""Intel Gaudi accelerators (HPU) through the Intel Gaudi PyTorch bridge.
+
+Available means: a Gaudi device (Habana PCI id, or /dev/hl<N>) and habana-torch-plugin
+installed. Devices are listed in module-id order and resolved by ``hwbackends.visibility``
+from HABANA_VISIBLE_MODULES.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+
+from . import _facts
+
+__all__ = ["HpuBackend"]
+__version__ = "0.1.0"
+
+
+class HpuBackend(AcceleratorBackend):
+    name: ClassVar[str] = "hpu"
+    device_type: ClassVar[str] = "hpu"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "habana"
+    display: ClassVar[str] = "Intel Gaudi"
+    pci_models = _facts.PCI_MODELS
+    node_patterns: ClassVar[tuple[str, ...]] = ("hl",)
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    packages: ClassVar[tuple[str, ...]] = ("habana-torch-plugin",)
+    distributed_backend: ClassVar[str] = "hccl"
+    install_hint: ClassVar[str] = (
+        "install the Intel Gaudi software (habanalabs driver, then the PyTorch packages "
+        "torch + habana-torch-plugin from vault.habana.ai, e.g. with habanalabs-installer.sh "
+        "install --type pytorch), or use an Intel Gaudi PyTorch container"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no Gaudi device is visible: check `hl-smi`, the habanalabs driver, and that the "
+        "container runtime exposes the modules (HABANA_VISIBLE_DEVICES)"
+    )
+    arch_facts = _facts.ARCH_FACTS
+    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
+    limitations = _facts.LIMITATIONS

@@ -1,0 +1,41 @@
+"""Cambricon MLUs through torch_mlu.
+
+Available means: a Cambricon device (PCI vendor 0xcabc, or /dev/cambricon_dev<N>) and
+torch-mlu installed. Devices are resolved by ``hwbackends.visibility`` from
+MLU_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import AttentionOption
+
+from . import _facts
+
+__all__ = ["MluBackend"]
+__version__ = "0.1.0"
+
+
+class MluBackend(AcceleratorBackend):
+    name: ClassVar[str] = "mlu"
+    device_type: ClassVar[str] = "mlu"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "cambricon"
+    display: ClassVar[str] = "Cambricon MLU"
+    node_patterns: ClassVar[tuple[str, ...]] = ("cambricon_dev",)
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    packages: ClassVar[tuple[str, ...]] = ("torch-mlu",)
+    distributed_backend: ClassVar[str] = "cncl"
+    install_hint: ClassVar[str] = (
+        "install the Cambricon driver and Neuware SDK, then the torch_mlu wheel built for "
+        "your torch version from Cambricon's developer portal (or a Cambricon PyTorch image)"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no Cambricon MLU is visible: check `cnmon`, the cambricon driver, and that "
+        "/dev/cambricon_dev* are mounted in the container"
+    )
+    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
+    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
+    limitations = _facts.LIMITATIONS

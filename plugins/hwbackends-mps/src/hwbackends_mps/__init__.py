@@ -1,0 +1,61 @@
+"""Apple Silicon GPUs through PyTorch's MPS backend.
+
+Available means: macOS on Apple Silicon (the host reader adds an "apple" device there), macOS
+12.3 or later when the host knows the version, and torch >= 1.12 installed. There is one GPU
+and no visibility variable.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends._facts import version_in_range
+from hwbackends.plugin import AttentionOption
+
+from . import _facts
+
+if TYPE_CHECKING:
+    from hwbackends import Host
+
+__all__ = ["MpsBackend"]
+__version__ = "0.1.0"
+
+
+def macos_version(host: Host) -> str | None:
+    """The macOS release from the apple device's ``macos`` field, when the host gives it."""
+    for d in host.devices_of("apple"):
+        v = d.extra.get("macos")
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
+class MpsBackend(AcceleratorBackend):
+    name: ClassVar[str] = "mps"
+    device_type: ClassVar[str] = "mps"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "apple"
+    display: ClassVar[str] = "Apple Silicon GPU"
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    packages: ClassVar[tuple[str, ...]] = ("torch",)
+    distributed_backend: ClassVar[str] = "gloo"
+    install_hint: ClassVar[str] = "pip install torch (the macOS arm64 wheel includes MPS)"
+    hardware_hint: ClassVar[str] = "MPS needs macOS on an Apple Silicon (arm64) Mac"
+    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
+    quantization = _facts.QUANTIZATION
+    limitations = _facts.LIMITATIONS
+
+    def extra_problem(self, host: Host) -> str | None:
+        mac = macos_version(host)
+        if mac is not None and version_in_range(mac, _facts.MIN_MACOS) is False:
+            return f"MPS needs macOS >= {_facts.MIN_MACOS}, this Mac runs macOS {mac}"
+        return None
+
+    def facts_for(self, arch: str | None, host: Host | None) -> ArchFacts:
+        mac = macos_version(host) if host is not None else None
+        if mac is None:
+            return _facts.UNKNOWN_MACOS
+        tv = host.package("torch") if host is not None else None
+        ok = version_in_range(mac, _facts.BF16_MACOS) and version_in_range(tv, _facts.BF16_TORCH)
+        return _facts.BF16 if ok else _facts.NO_BF16

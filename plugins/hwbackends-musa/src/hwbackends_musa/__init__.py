@@ -1,0 +1,39 @@
+"""Moore Threads GPUs (MTT S-series) through torch_musa.
+
+Available means: a Moore Threads GPU (PCI vendor 0x1ed5) and torch-musa installed. Devices
+are resolved by ``hwbackends.visibility`` from MUSA_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import AttentionOption
+
+from . import _facts
+
+__all__ = ["MusaBackend"]
+__version__ = "0.1.0"
+
+
+class MusaBackend(AcceleratorBackend):
+    name: ClassVar[str] = "musa"
+    device_type: ClassVar[str] = "musa"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "mthreads"
+    display: ClassVar[str] = "Moore Threads GPU"
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    packages: ClassVar[tuple[str, ...]] = ("torch-musa",)
+    distributed_backend: ClassVar[str] = "mccl"
+    install_hint: ClassVar[str] = (
+        "install the Moore Threads driver and MUSA toolkit, then the torch_musa wheel built "
+        "for your torch version (or a Moore Threads PyTorch image)"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no Moore Threads GPU is visible: check `mthreads-gmi`, the mtgpu driver, and that "
+        "the container runtime exposes the GPUs"
+    )
+    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
+    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
+    limitations = _facts.LIMITATIONS

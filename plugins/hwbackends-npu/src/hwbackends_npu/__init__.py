@@ -1,0 +1,61 @@
+"""Huawei Ascend NPUs through torch_npu (Ascend Extension for PyTorch).
+
+Available means: an Ascend NPU (Huawei PCI id of an Ascend chip, or /dev/davinci<N>) and
+torch-npu installed for the installed torch. Devices are resolved by
+``hwbackends.visibility`` from ASCEND_RT_VISIBLE_DEVICES.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import AttentionOption, Capabilities, Device
+
+from . import _facts
+
+if TYPE_CHECKING:
+    from hwbackends import Host
+
+__all__ = ["NpuBackend"]
+__version__ = "0.1.0"
+
+
+class NpuBackend(AcceleratorBackend):
+    name: ClassVar[str] = "npu"
+    device_type: ClassVar[str] = "npu"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "huawei"
+    display: ClassVar[str] = "Huawei Ascend"
+    pci_models = _facts.PCI_MODELS
+    # Huawei's vendor id also covers HiSilicon NICs, SAS, ZIP/SEC/HPRE engines and DMA on
+    # Kunpeng hosts (some in the accelerator class): only Ascend ids count.
+    only_known_ids: ClassVar[bool] = True
+    node_patterns: ClassVar[tuple[str, ...]] = ("davinci",)
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    packages: ClassVar[tuple[str, ...]] = ("torch-npu",)
+    distributed_backend: ClassVar[str] = "hccl"
+    install_hint: ClassVar[str] = (
+        "install the Ascend driver and CANN toolkit, then pip install torch-npu matching your "
+        "torch version (e.g. torch 2.5.1 -> torch-npu 2.5.1)"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no Ascend NPU is visible: check `npu-smi info`, the Ascend driver, and that "
+        "/dev/davinci* are mounted in the container (ASCEND_VISIBLE_DEVICES)"
+    )
+    arch_facts = _facts.ARCH_FACTS
+    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
+    limitations = _facts.LIMITATIONS
+
+    def attention_for(self, arch: str | None, stack: Stack) -> tuple[AttentionOption, ...]:
+        return _facts.ATTENTION_FA2 if arch in _facts.FA2_ARCHS else self.attention
+
+    def capabilities(
+        self, device: Device | None = None, *, host: Host | None = None
+    ) -> Capabilities:
+        caps = super().capabilities(device, host=host)
+        if caps.arch in ("ascend310", "ascend310p"):
+            from dataclasses import replace
+
+            return replace(caps, limitations=(*caps.limitations, _facts.INFERENCE_ONLY))
+        return caps

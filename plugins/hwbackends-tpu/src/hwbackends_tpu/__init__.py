@@ -1,0 +1,43 @@
+"""Google Cloud TPUs through TorchTPU (``torch-tpu``, device ``tpu``) or PyTorch/XLA.
+
+Available means: a TPU chip (Google PCI device id of a TPU, or /dev/accel<N> on v2-v4) and
+torch-tpu or torch-xla installed; torch-tpu is preferred when both are. Chips are resolved
+by ``hwbackends.visibility`` from TPU_VISIBLE_CHIPS and the bounds variables.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+
+from . import _facts
+
+__all__ = ["TpuBackend"]
+__version__ = "0.1.0"
+
+
+class TpuBackend(AcceleratorBackend):
+    name: ClassVar[str] = "tpu"
+    device_type: ClassVar[str] = "tpu"
+    priority: ClassVar[int] = 50
+    vendor: ClassVar[str | None] = "google"
+    display: ClassVar[str] = "Google TPU"
+    pci_models = _facts.PCI_MODELS
+    # Google's vendor id also covers gVNIC and other virtual functions: only TPU ids count.
+    only_known_ids: ClassVar[bool] = True
+    # /dev/accel<N> on v2-v4 (v5e and later use /dev/vfio/<N>, which any passthrough uses).
+    node_patterns: ClassVar[tuple[str, ...]] = ("accel",)
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.NATIVE_STACK, _facts.XLA_STACK)
+    packages: ClassVar[tuple[str, ...]] = ("torch-tpu",)
+    distributed_backend: ClassVar[str] = "tpu_dist"
+    install_hint: ClassVar[str] = (
+        "install TorchTPU (pip install torch-tpu, see torchtpu.readthedocs.io) or PyTorch/XLA "
+        "(pip install torch 'torch_xla[tpu]' with matching versions)"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no TPU chip is visible: run on a TPU VM, check `tpu-info`, and pass /dev/vfio "
+        "(v5e and later) or /dev/accel* (v4 and earlier) to the container"
+    )
+    default_facts: ClassVar[ArchFacts] = _facts.BF16
+    limitations = _facts.LIMITATIONS

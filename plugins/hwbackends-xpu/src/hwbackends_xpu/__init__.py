@@ -1,0 +1,95 @@
+"""Intel GPUs (Data Center GPU Max, Arc) through PyTorch's built-in XPU backend.
+
+Available means: a discrete Intel GPU is in the machine and the installed torch is an XPU
+build (torch >= 2.7). Integrated GPUs are used only when no discrete Intel GPU is present and
+the torch build is XPU (see README). Visibility (ZE_AFFINITY_MASK, ONEAPI_DEVICE_SELECTOR,
+ZE_FLAT_DEVICE_HIERARCHY) is resolved by ``hwbackends.visibility``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends._facts import torch_install_hint
+from hwbackends.plugin import AttentionOption, Probe
+
+from . import _facts
+
+if TYPE_CHECKING:
+    from hwbackends import Host, HostDevice
+
+__all__ = ["XpuBackend"]
+__version__ = "0.1.0"
+
+
+def is_integrated(hd: HostDevice) -> bool:
+    """An iGPU: marked so by the host, or at 0000:00:02.0, where Intel places its iGPU."""
+    flag = hd.extra.get("integrated")
+    if isinstance(flag, bool):
+        return flag
+    return (hd.pci_bus_id or "").endswith("00:02.0")
+
+
+class XpuBackend(AcceleratorBackend):
+    name: ClassVar[str] = "xpu"
+    device_type: ClassVar[str] = "xpu"
+    priority: ClassVar[int] = 40  # below dedicated accelerators and NVIDIA/AMD GPUs
+    vendor: ClassVar[str | None] = "intel"
+    display: ClassVar[str] = "Intel GPU"
+    pci_models = _facts.PCI_MODELS
+    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    torch_flavour: ClassVar[str | None] = "xpu"
+    distributed_backend: ClassVar[str] = "xccl"
+    install_hint: ClassVar[str] = (
+        f"install a torch XPU build: {torch_install_hint('xpu')} (and the Intel GPU driver "
+        "and Level Zero runtime)"
+    )
+    hardware_hint: ClassVar[str] = (
+        "no Intel GPU is visible: check `xpu-smi discovery` or `sycl-ls`, the i915/xe driver, "
+        "and that /dev/dri is available in the container"
+    )
+    arch_facts = _facts.ARCH_FACTS
+    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
+    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
+    quantization = _facts.QUANTIZATION
+    limitations = _facts.LIMITATIONS
+
+    def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
+        """Discrete GPUs; integrated ones only without a discrete one and with XPU torch.
+
+        torch's XPU runtime itself drops iGPUs when a discrete GPU is present.
+        """
+        all_gpus = super().host_devices(host)
+        discrete = tuple(d for d in all_gpus if not is_integrated(d))
+        if discrete:
+            return discrete
+        if host.torch is not None and host.torch.flavour == "xpu":
+            return tuple(replace(d, extra={**d.extra, "integrated": True}) for d in all_gpus)
+        return ()
+
+    def arch_of(self, hd: HostDevice) -> str | None:
+        if hd.arch is None and hd.extra.get("integrated") is True:
+            return "integrated"
+        return hd.arch
+
+    def facts_for(self, arch: str | None, host: Host | None) -> ArchFacts:
+        if arch == "integrated":
+            return _facts.INTEGRATED_FACTS
+        return super().facts_for(arch, host)
+
+    def probe(self, host: Host) -> Probe:
+        p = super().probe(host)
+        igpus = [d for d in host.devices_of("intel") if is_integrated(d)]
+        if p.hardware_present or not igpus:
+            return p
+        name = igpus[0].name or igpus[0].pci_device_id or "an integrated Intel GPU"
+        return replace(
+            p,
+            reason=(
+                f"only an integrated Intel GPU ({name}) was found; hwbackends uses an "
+                "integrated GPU only when the installed torch is an XPU build"
+            ),
+            hint=self.install_hint,
+        )

@@ -11,6 +11,7 @@ for d in plugins/hwbackends-*/; do
   [ -f "$d/pyproject.toml" ] && plugins+=(-e "$d")
 done
 # torch==2.13.0 is the CPU wheel; transformers[kernels] is bounded so pip picks a kernels
-# release that fits (see pyproject.toml).
-.venv/bin/python -m pip install -q -e ".[dev,transformers]" "${plugins[@]}"
+# release that fits (see pyproject.toml). .ci/constraints.txt pins the versions the tests and
+# the generated docs were checked against, so a new upstream release cannot change them.
+.venv/bin/python -m pip install -q -c .ci/constraints.txt -e ".[dev,transformers,docs]" "${plugins[@]}"
 exec .venv/bin/python -m pytest "$@"

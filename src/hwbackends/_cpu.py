@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
-
-from ._protocol import Capabilities, Device, Probe
 from .plugin import BaseBackend, common_attention
 
+TYPE_CHECKING = False  # see hwbackends.plugin: this module is on the cached-selection path
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import ClassVar
+
     from ._host import Host
+    from ._protocol import Capabilities, Device, Probe
 
 __all__ = ["CpuBackend"]
 
@@ -28,6 +29,8 @@ class CpuBackend(BaseBackend):
     distributed_backend: ClassVar[str] = "gloo"
 
     def probe(self, host: Host) -> Probe:
+        from ._protocol import Probe
+
         model = host.cpu.model or "unknown model"
         return Probe(
             backend=self.name,
@@ -39,6 +42,8 @@ class CpuBackend(BaseBackend):
 
     def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
         # No runtime variable hides the CPU (hwbackends.visibility says so for "cpu").
+        from ._protocol import Device
+
         return [
             Device(
                 backend=self.name,
@@ -54,6 +59,8 @@ class CpuBackend(BaseBackend):
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        from ._protocol import Capabilities
+
         flags = host.cpu.flags if host is not None else frozenset()
         bf16 = bool(flags & _BF16_FLAGS)
         fp16 = bool(flags & _FP16_FLAGS)

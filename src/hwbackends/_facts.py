@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from ._host import Host
 
 __all__ = [
+    "FLASH_PACKAGES",
+    "HF_REF",
     "QUANT_METHODS",
     "TORCH_INDEXES",
     "USE_KERNELS_ADVICE",

@@ -10,6 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from ._version import API_VERSION
+
 if TYPE_CHECKING:
     from ._host import Host
 
@@ -24,8 +26,6 @@ __all__ = [
     "QuantSupport",
 ]
 
-#: Major version of the plugin API. A plugin declaring another major is refused at load.
-API_VERSION = 1
 
 Precision = Literal["bf16", "fp16", "fp32"]
 SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]

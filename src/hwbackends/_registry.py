@@ -333,7 +333,7 @@ def _builtin_specs() -> list[EntryPointSpec]:
 
 
 def _version() -> str:
-    from . import __version__
+    from ._version import __version__
 
     return __version__
 
@@ -386,8 +386,11 @@ class Registry:
         """Import one plugin (once); raises ``_Broken``."""
         key = id(spec)
         if key not in self._loaded:
+            from ._fast import INSTANCES
+
+            known = INSTANCES.get(spec.value)  # made by the selection cache in this process
             try:
-                self._loaded[key] = _load(spec)
+                self._loaded[key] = known if known is not None else _load(spec)
             except _Broken as exc:
                 self._loaded[key] = exc
         got = self._loaded[key]
@@ -721,6 +724,14 @@ def get(name: str) -> Backend:
     return _default_registry().get(name)
 
 
+def entry_point_value(name: str) -> str | None:
+    """The ``module:attr`` the default registry loads for ``name`` (None: unknown name)."""
+    for s in _default_registry().specs:
+        if s.name == name:
+            return s.value
+    return None
+
+
 def get_from_report(report: SelectionReport) -> Backend:
     """The backend instance a report chose (the same object selection probed)."""
     return _default_registry().get(report.chosen)
@@ -729,5 +740,9 @@ def get_from_report(report: SelectionReport) -> Backend:
 def reset() -> None:
     """Forget the cached selection and discovery (tests; after installing a plugin)."""
     global _cached, _registry
+    from . import _fast
+
     _cached = None
     _registry = None
+    _fast._chosen = None
+    _fast.INSTANCES.clear()

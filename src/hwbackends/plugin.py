@@ -9,22 +9,26 @@ Nothing here imports torch or a vendor SDK.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, ClassVar
+from ._version import API_VERSION
 
-from ._protocol import (
-    API_VERSION,
-    AttentionOption,
-    Capabilities,
-    Device,
-    Limitation,
-    Probe,
-    QuantSupport,
-)
-
+# Plain constant instead of typing.TYPE_CHECKING: importing typing (and the dataclasses behind
+# _protocol) costs more than the whole cached selection, and a backend class must be
+# importable on that path. Type checkers treat this constant like typing.TYPE_CHECKING.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import ClassVar
+
     from ._confirm import Confirmation
     from ._host import Host, HostDevice
+    from ._protocol import (
+        AttentionOption,
+        Capabilities,
+        Device,
+        Limitation,
+        Probe,
+        QuantSupport,
+    )
 
 __all__ = [
     "API_VERSION",
@@ -45,8 +49,21 @@ SDPA_SOURCE = (
 )
 
 
+def __getattr__(name: str) -> object:
+    # The protocol's data classes, re-exported for plugin authors, imported on first use.
+    if name in ("AttentionOption", "Capabilities", "Device", "Limitation", "Probe", "QuantSupport"):
+        from . import _protocol
+
+        value = getattr(_protocol, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'hwbackends.plugin' has no attribute {name!r}")
+
+
 def common_attention() -> tuple[AttentionOption, ...]:
     """The two implementations that work wherever torch runs: ``sdpa`` then ``eager``."""
+    from ._protocol import AttentionOption
+
     return (
         AttentionOption("sdpa", source=SDPA_SOURCE, note="PyTorch scaled_dot_product_attention"),
         AttentionOption(
@@ -124,6 +141,8 @@ class BaseBackend:
         return None
 
     def probe(self, host: Host) -> Probe:
+        from ._protocol import Probe
+
         hw = self.hardware_evidence(host)
         problem = self.software_problem(host)
         evidence = tuple(hw)
@@ -214,6 +233,8 @@ class BaseBackend:
         label: str | None,
     ) -> Device:
         """Turn one visible unit into a ``Device``; override to add vendor facts."""
+        from ._protocol import Device
+
         return Device(
             backend=self.name,
             device_type=self.device_type,
@@ -256,6 +277,8 @@ class BaseBackend:
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
         """The facts for one device (or the backend's defaults); plugins override this."""
+        from ._protocol import Capabilities
+
         return Capabilities(
             backend=self.name,
             device_type=self.device_type,

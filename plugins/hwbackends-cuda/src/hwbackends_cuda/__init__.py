@@ -1,0 +1,176 @@
+"""hwbackends plugin for NVIDIA GPUs through CUDA builds of torch.
+
+Importing this module imports neither torch, transformers nor pynvml: the probe reads files
+(``/sys/bus/pci``, ``/proc/driver/nvidia``, ``/dev``) through the ``Host`` it is given, and
+NVML is asked only inside ``devices()`` on the real machine (see ``_nvml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from hwbackends._facts import (
+    USE_KERNELS_ADVICE,
+    flash_attention_options,
+    kernel_layers,
+    kernels_state,
+    quant_support,
+    torch_install_hint,
+    transformers_tables,
+)
+from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
+
+from . import _arch, _nvml, _probe
+from ._attention import FLASH
+from ._quant import VERDICTS
+
+if TYPE_CHECKING:
+    from hwbackends import Host, HostDevice, Probe
+
+__all__ = ["CudaBackend"]
+
+__version__ = "0.1.0"
+
+_MIG_LIMIT = Limitation(
+    text=(
+        "this is a MIG instance: no peer-to-peer between GPUs in MIG mode, so NCCL cannot "
+        "join MIG instances into one fast group; run one process per instance"
+    ),
+    source="NVIDIA MIG User Guide, 'Application Considerations' (no GPU-to-GPU P2P in MIG mode)",
+)
+HF = "shared/reference/hf-integration.md"
+_DIST_SOURCE = (
+    "accelerate/state.py _prepare_backend: cuda -> nccl; transformers DISTRIBUTED_BACKEND_MAP "
+    f"cuda -> nccl ({HF} §5)"
+)
+
+
+class CudaBackend(BaseBackend):
+    """NVIDIA GPUs. ``priority`` 100 equals rocm's: one torch build serves only one of them."""
+
+    name: ClassVar[str] = "cuda"
+    device_type: ClassVar[str] = "cuda"
+    priority: ClassVar[int] = 100
+    vendor: ClassVar[str | None] = "nvidia"
+    device_nodes: ClassVar[tuple[str, ...]] = ("nvidia",)
+    torch_flavour: ClassVar[str | None] = "cuda"
+    install_hint: ClassVar[str] = torch_install_hint("cuda")
+    distributed_backend: ClassVar[str] = "nccl"
+
+    @property
+    def display_name(self) -> str:
+        return "NVIDIA CUDA"
+
+    # -- probe -------------------------------------------------------------------------------
+
+    def probe(self, host: Host) -> Probe:
+        archs = [self.arch_of(d) for d in host.devices_of("nvidia")]
+        return _probe.probe(self.name, host, archs)
+
+    # -- devices -----------------------------------------------------------------------------
+
+    def arch_of(self, hd: HostDevice) -> str | None:
+        """The host's arch (any spelling), else NVML's, else the model-name table's."""
+        arch = _arch.normalise(hd.arch)
+        if arch is None:
+            row = _arch.arch_for_name(hd.name)
+            arch = row.arch if row else None
+        return arch
+
+    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
+        return super().devices(_nvml.enrich(host), env)
+
+    def make_device(
+        self,
+        index: int,
+        physical_index: int,
+        hd: HostDevice | None,
+        sub_index: int | None,
+        label: str | None,
+    ) -> Device:
+        dev = super().make_device(index, physical_index, hd, sub_index, label)
+        mig = hd.extra.get("mig") if hd is not None else None
+        if sub_index is None or not isinstance(mig, list) or not 0 <= sub_index < len(mig):
+            return dev
+        inst = mig[sub_index] if isinstance(mig[sub_index], dict) else {}
+        profile = inst.get("profile")
+        mem = inst.get("memory_bytes")
+        return replace(
+            dev,
+            uuid=inst.get("uuid") if isinstance(inst.get("uuid"), str) else dev.uuid,
+            name=f"{dev.name} MIG {profile}" if dev.name and profile else dev.name,
+            memory_bytes=mem if isinstance(mem, int) else None,
+        )
+
+    # -- capabilities ------------------------------------------------------------------------
+
+    def capabilities(
+        self, device: Device | None = None, *, host: Host | None = None
+    ) -> Capabilities:
+        arch = device.arch if device is not None else None
+        if device is None and host is not None:
+            own = host.devices_of("nvidia")
+            arch = self.arch_of(own[0]) if own else None
+        row = _arch.SM.get(arch or "")
+        cap = row.capability if row else None
+        tables = transformers_tables(host)
+        flash, skipped = flash_attention_options(
+            FLASH,
+            arch=arch,
+            capability=cap,
+            device_key="cuda",
+            rocm=False,
+            host=host,
+            tables=tables,
+        )
+        dtypes = ["float32", "float16"]
+        if row is None or row.bf16:
+            dtypes.append("bfloat16")
+        if row is not None and row.fp8:
+            dtypes += ["float8_e4m3fn", "float8_e5m2"]
+        if row is None:
+            precision_src = "architecture unknown: fp16 runs on every CUDA GPU since Pascal"
+        else:
+            precision_src = (
+                f"{row.arch} ({row.family}, compute capability {row.major_minor}): {row.source}"
+            )
+        limits = [USE_KERNELS_ADVICE]
+        kstate = kernels_state(host, tables)
+        if kstate.usable is False:
+            limits.append(
+                Limitation(
+                    f"use_kernels=True and hub attention fallbacks are off here: {kstate.reason}",
+                    "transformers modeling_utils.set_use_kernels / is_kernels_available "
+                    f"({HF} §0, §2.1)",
+                )
+            )
+        if device is not None and device.sub_index is not None:
+            limits.append(_MIG_LIMIT)
+        return Capabilities(
+            backend=self.name,
+            device_type=self.device_type,
+            arch=arch,
+            dtypes=tuple(dtypes),
+            training_precision="bf16" if row is not None and row.bf16 else "fp16",
+            attention=(*flash, *common_attention()),
+            distributed_backend=self.distributed_backend,
+            kernel_device="cuda",
+            kernel_layers=kernel_layers("cuda", cap, tables),
+            quantization=quant_support(VERDICTS, arch),
+            device_map_auto=True,
+            limitations=tuple(limits),
+            sources={
+                "arch": "host arch, NVML compute capability, or the model-name table "
+                f"(hwbackends_cuda/_arch.py, {_arch.CC_LIST})",
+                "dtypes": precision_src,
+                "training_precision": precision_src,
+                "attention": f"{tables.origin}; not offered: {'; '.join(skipped) or 'none'}",
+                "kernel_device": f"kernels Device type 'cuda' ({HF} §2.3)",
+                "kernel_layers": tables.origin,
+                "distributed_backend": _DIST_SOURCE,
+                "device_map_auto": f"accelerate utils/modeling.py get_max_memory: cuda branch "
+                f"({HF} §3.2)",
+            },
+        )

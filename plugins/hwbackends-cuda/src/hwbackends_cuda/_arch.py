@@ -1,0 +1,175 @@
+"""NVIDIA architectures: compute capability per model name, and what each capability can do.
+
+Two declarative tables, each row with its source:
+
+* ``SM`` — one row per compute capability: family, whether bf16 and FP8 run natively, and the
+  CUDA releases that can build for it (a torch wheel outside that range has no kernels for it,
+  the "no kernel image is available for execution on the device" failure).
+* ``MODELS`` — product-name patterns as the driver prints them (``/proc/driver/nvidia/gpus/*/
+  information`` "Model:", ``nvidia-smi -L``) mapped to a compute capability.
+
+Capabilities come from NVIDIA's "CUDA GPUs - Compute Capability" list; the bf16/FP8 rules
+and CUDA release limits from the CUDA programming guide and toolkit release notes (cited
+per row).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+__all__ = ["MODELS", "SM", "ModelName", "SmArch", "arch_for_name", "normalise", "sm_at_least"]
+
+CC_LIST = "https://developer.nvidia.com/cuda-gpus (compute capability per product)"
+GUIDE_CC = (
+    "CUDA C++ Programming Guide, 'Compute Capabilities' (bf16 tensor cores from 8.0, FP8 from 8.9)"
+)
+RN_128 = "CUDA 12.8 release notes: first toolkit with sm_100 / sm_120 (Blackwell) targets"
+RN_129 = "CUDA 12.9 release notes: sm_103 / sm_121 targets"
+RN_130 = (
+    "CUDA 13.0 release notes: offline compilation and library support removed for "
+    "Maxwell, Pascal and Volta (sm_5x-sm_7x before 7.5)"
+)
+
+
+@dataclass(frozen=True)
+class SmArch:
+    """One compute capability. ``cuda_min``/``cuda_max_major`` bound the toolkits that build it."""
+
+    arch: str  # "sm_90"
+    capability: int  # major*10+minor, as torch.cuda.get_device_capability() reports it
+    family: str
+    bf16: bool
+    fp8: bool
+    source: str
+    cuda_min: str = "11.0"
+    cuda_max_major: int | None = None
+
+    @property
+    def major_minor(self) -> str:
+        return f"{self.capability // 10}.{self.capability % 10}"
+
+
+def _sm(
+    cap: int, family: str, source: str, cuda_min: str = "11.0", cuda_max: int | None = None
+) -> SmArch:
+    """bf16 from 8.0 and FP8 from 8.9 hold for every row (GUIDE_CC)."""
+    src = f"{CC_LIST}; {GUIDE_CC}; {source}"
+    return SmArch(f"sm_{cap}", cap, family, cap >= 80, cap >= 89, src, cuda_min, cuda_max)
+
+
+SM: Mapping[str, SmArch] = {
+    a.arch: a
+    for a in (
+        _sm(70, "Volta", RN_130, "9.0", 12),
+        _sm(72, "Volta", RN_130, "10.0", 12),
+        _sm(75, "Turing", "CUDA 10.0 release notes"),
+        _sm(80, "Ampere", "CUDA 11.0 release notes"),
+        _sm(86, "Ampere", "CUDA 11.1 release notes", "11.1"),
+        _sm(87, "Ampere", "CUDA 11.4 release notes (Jetson Orin)", "11.4"),
+        _sm(89, "Ada Lovelace", "CUDA 11.8 release notes", "11.8"),
+        _sm(90, "Hopper", "CUDA 11.8 release notes", "11.8"),
+        _sm(100, "Blackwell", RN_128, "12.8"),
+        _sm(103, "Blackwell", RN_129, "12.9"),
+        _sm(110, "Blackwell", "CUDA 13.0 release notes (Jetson Thor)", "13.0"),
+        _sm(120, "Blackwell", RN_128, "12.8"),
+        _sm(121, "Blackwell", RN_129 + " (DGX Spark GB10)", "12.9"),
+    )
+}
+
+
+def sm_at_least(capability: int) -> frozenset[str]:
+    """Every known ``sm_XX`` with at least this capability."""
+    return frozenset(a for a, row in SM.items() if row.capability >= capability)
+
+
+def normalise(value: str | None) -> str | None:
+    """``sm_90`` from ``sm_90``, ``sm90``, ``9.0``, ``90`` or ``compute_90``; else None."""
+    if not value:
+        return None
+    v = value.strip().lower()
+    for prefix in ("sm_", "sm", "compute_"):
+        if v.startswith(prefix):
+            v = v[len(prefix) :]
+            break
+    if "." in v:
+        major, _, minor = v.partition(".")
+        v = major + minor if major.isdigit() and minor.isdigit() and len(minor) == 1 else ""
+    return f"sm_{int(v)}" if v.isdigit() else None
+
+
+@dataclass(frozen=True)
+class ModelName:
+    """A run of upper-case name tokens; ``#`` in a token matches one digit."""
+
+    tokens: tuple[str, ...]
+    arch: str
+    source: str = CC_LIST
+
+
+def _m(pattern: str, cap: int) -> ModelName:
+    return ModelName(tuple(pattern.upper().split()), f"sm_{cap}")
+
+
+def _geforce(series: str, cap: int) -> list[ModelName]:
+    return [_m(f"RTX {series}0{x}0", cap) for x in "98765"]
+
+
+# Longer patterns are tried first (stable sort below), so "QUADRO RTX 4000" (Turing) wins over
+# "RTX 40x0" (Ada) and "RTX 5000 ADA" over a GeForce name.
+_ROWS: list[ModelName] = [
+    # Blackwell
+    _m("GB300", 103), _m("B300", 103), _m("GB200", 100), _m("B200", 100), _m("B100", 100),
+    _m("GB10", 121), _m("RTX PRO 6000", 120), _m("RTX PRO 5000", 120), _m("RTX PRO 4500", 120),
+    _m("RTX PRO 4000", 120), *_geforce("5", 120),
+    # Hopper
+    _m("GH200", 90), _m("H200", 90), _m("H100", 90), _m("H800", 90), _m("H20", 90),
+    # Ada Lovelace
+    _m("L40S", 89), _m("L40", 89), _m("L20", 89), _m("L4", 89), _m("RTX 6000 ADA", 89),
+    _m("RTX 5000 ADA", 89), _m("RTX 4500 ADA", 89), _m("RTX 4000 ADA", 89), _m("RTX 2000 ADA", 89),
+    _m("RTX 4000 SFF ADA", 89), *_geforce("4", 89),
+    # Ampere
+    _m("A100", 80), _m("A800", 80), _m("A30", 80), _m("A10G", 86), _m("A10", 86), _m("A16", 86),
+    _m("A40", 86), _m("A2", 86), _m("RTX A6000", 86), _m("RTX A5500", 86), _m("RTX A5000", 86),
+    _m("RTX A4500", 86), _m("RTX A4000", 86), _m("RTX A2000", 86), *_geforce("3", 86),
+    _m("JETSON AGX ORIN", 87), _m("ORIN", 87),
+    # Turing
+    _m("T4", 75), _m("QUADRO RTX 8000", 75), _m("QUADRO RTX 6000", 75), _m("QUADRO RTX 5000", 75),
+    _m("QUADRO RTX 4000", 75), _m("TITAN RTX", 75), *_geforce("2", 75), _m("GTX 1660", 75),
+    _m("GTX 1650", 75),
+    # Volta
+    _m("V100", 70), _m("V100S", 70), _m("TITAN V", 70), _m("QUADRO GV100", 70),
+]  # fmt: skip
+MODELS: tuple[ModelName, ...] = tuple(sorted(_ROWS, key=lambda r: -len(r.tokens)))
+
+
+def _tokens(name: str) -> list[str]:
+    out, cur = [], []
+    for ch in name.upper():
+        if ch.isalnum():
+            cur.append(ch)
+        elif cur:
+            out.append("".join(cur))
+            cur = []
+    if cur:
+        out.append("".join(cur))
+    return out
+
+
+def _token_match(pattern: str, token: str) -> bool:
+    return len(pattern) == len(token) and all(
+        p == t or (p == "#" and t.isdigit()) for p, t in zip(pattern, token, strict=True)
+    )
+
+
+def arch_for_name(name: str | None) -> ModelName | None:
+    """The table row whose tokens appear, in order and adjacent, in a product name."""
+    if not name:
+        return None
+    toks = _tokens(name)
+    for row in MODELS:
+        n = len(row.tokens)
+        for i in range(len(toks) - n + 1):
+            if all(_token_match(p, t) for p, t in zip(row.tokens, toks[i : i + n], strict=True)):
+                return row
+    return None

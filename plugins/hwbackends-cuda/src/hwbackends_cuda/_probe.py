@@ -1,0 +1,154 @@
+"""The CUDA probe: NVIDIA GPUs on the PCI bus, the NVIDIA driver, and a CUDA build of torch.
+
+Files and package metadata only (DESIGN.md rule 2). Every "not ready" answer names what is
+wrong and the command that fixes it; an AMD GPU or a ROCm torch build on the same machine is
+named too, so the report explains a hybrid laptop or a wrong wheel without a second look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from hwbackends._facts import (
+    TORCH_INDEXES,
+    describes_drivers,
+    release,
+    torch_build_problem,
+    version_in_range,
+)
+from hwbackends._protocol import Probe
+
+from ._arch import SM
+
+if TYPE_CHECKING:
+    from hwbackends import Host
+
+__all__ = ["DRIVER_MIN", "probe"]
+
+#: CUDA major -> the oldest Linux driver that runs it (minor-version compatibility). Source:
+#: CUDA Toolkit release notes, table "CUDA Toolkit and Minimum Required Driver Version for
+#: CUDA Minor Version Compatibility" (11.x: 450.80.02, 12.x: 525.60.13, 13.x: 580).
+DRIVER_MIN: Mapping[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
+
+DRIVER_HINT = (
+    "install the NVIDIA driver for this GPU (for example `sudo ubuntu-drivers install`, or "
+    "the cuda-drivers package from NVIDIA's repository), then check `nvidia-smi`"
+)
+
+
+def _names(host: Host, vendor: str) -> str:
+    counts: dict[str, int] = {}
+    for d in host.devices_of(vendor):
+        key = d.name or d.arch or d.pci_device_id or "unknown model"
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
+
+
+def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str], list[str]]:
+    """Problems (every GPU affected) and notes (some) from torch's CUDA version vs the archs."""
+    if not cuda or not archs:
+        return [], []
+    cv = release(cuda)
+    bad: dict[str, str] = {}
+    for arch in archs:
+        row = SM.get(arch or "")
+        if row is None:
+            continue
+        if version_in_range(cuda, row.cuda_min) is False:
+            bad[arch or ""] = (
+                f"torch's CUDA {cuda} cannot build for {row.arch} ({row.family}); it needs CUDA "
+                f">= {row.cuda_min}"
+            )
+        elif row.cuda_max_major is not None and cv and cv[0] > row.cuda_max_major:
+            bad[arch or ""] = (
+                f"CUDA {cuda} no longer supports {row.arch} ({row.family}); use a CUDA "
+                f"{row.cuda_max_major}.x build"
+            )
+    if not bad:
+        return [], []
+    msgs = sorted(set(bad.values()))
+    return (msgs, []) if len(bad) == len({a for a in archs if a in SM}) else ([], msgs)
+
+
+def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
+    gpus = host.devices_of("nvidia")
+    amd = host.devices_of("amd")
+    nodes = [n for n in host.device_nodes if n.startswith("nvidia")]
+    driver = host.drivers.get("nvidia")
+    loaded = driver is not None or bool(nodes)
+    torch_issue = torch_build_problem(host, "cuda")
+    ev: list[str] = []
+    if gpus:
+        ev.append(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus: {_names(host, 'nvidia')}")
+    if driver is not None:
+        ev.append(f"NVIDIA driver {driver or '(version not readable)'}")
+    if nodes:
+        ev.append("device nodes " + ", ".join("/dev/" + n for n in nodes[:4])
+                  + (" …" if len(nodes) > 4 else ""))  # fmt: skip
+    if host.torch is not None:
+        ev.append(f"torch {host.torch.version} ({host.torch.flavour} build)")
+    if amd:
+        ev.append(f"also {len(amd)} AMD GPU(s) ({_names(host, 'amd')}): the rocm backend's")
+
+    if not gpus:
+        hint = None
+        if loaded:
+            reason = (
+                "the NVIDIA driver is loaded ("
+                + (f"driver {driver}" if driver else "/dev/" + (nodes or ["nvidia"])[0])
+                + ") but no NVIDIA GPU is on the PCI bus"
+            )
+            hint = (
+                "in a VM or container, pass the GPU through (docker run --gpus all, the "
+                "Kubernetes NVIDIA device plugin); on bare metal check `lspci | grep -i nvidia`"
+            )
+        else:
+            reason = "no NVIDIA GPU found"
+        if amd and torch_issue is None:
+            reason += (
+                "; the GPU(s) here are AMD but the installed torch is a CUDA build "
+                "(the rocm backend says how to fix it)"
+            )
+        return Probe(name, False, torch_issue is None, reason, hint, tuple(ev))
+
+    problems: list[str] = []
+    hints: list[str] = []
+    if describes_drivers(host) and not loaded:
+        problems.append(
+            "the NVIDIA kernel driver is not loaded (no /proc/driver/nvidia/version, no "
+            "/dev/nvidia* nodes)"
+        )
+        hints.append(DRIVER_HINT)
+    cuda = host.torch.cuda if host.torch is not None else None
+    if torch_issue is not None:
+        problems.append(torch_issue[0])
+        hints.append(torch_issue[1])
+    elif driver and cuda:
+        need = DRIVER_MIN.get(release(cuda)[0] if release(cuda) else -1)
+        if need is not None and version_in_range(driver, need) is False:
+            problems.append(f"driver {driver} is too old for torch's CUDA {cuda} (needs >= {need})")
+            hints.append(
+                f"upgrade the NVIDIA driver to {need} or newer, or install a torch build for "
+                "an older CUDA"
+            )
+    if torch_issue is None:
+        arch_problems, notes = _arch_problems(archs, cuda)
+        problems += arch_problems
+        if arch_problems:
+            hints.append(f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
+        ev += notes
+    what = f"{len(gpus)} NVIDIA GPU(s) ({_names(host, 'nvidia')})"
+    if problems:
+        return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
+                     "; then ".join(hints), tuple(ev))  # fmt: skip
+    known = sorted({a for a in archs if a})
+    reason = (
+        f"CUDA ready: {what}"
+        + (f" [{', '.join(known)}]" if known else "")
+        + (f", driver {driver}" if driver else "")
+        + (f", torch {host.torch.version}" if host.torch else "")
+    )
+    if amd:
+        reason += "; the AMD GPU(s) are not used: torch is a CUDA build"
+    return Probe(name, True, True, reason, None, tuple(ev))

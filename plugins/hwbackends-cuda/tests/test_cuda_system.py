@@ -1,0 +1,247 @@
+"""The real-machine paths: a fake sysfs/proc tree read by Host.from_system, NVML enrichment
+with a fake pynvml, and importing the plugin without torch, transformers or pynvml."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hwbackends_cuda import CudaBackend, _nvml
+from hwbackends_rocm import RocmBackend
+
+from hwbackends import Host
+from hwbackends.testing import BackendContract
+
+H100_INFO = """Model: \t\t NVIDIA H100 80GB HBM3
+IRQ:   \t\t 198
+GPU UUID: \t GPU-{uuid}
+Video BIOS: \t 96.00.99.00.01
+Bus Type: \t PCIe
+DMA Size: \t 52 bits
+DMA Mask: \t 0xfffffffffffff
+Bus Location: \t {bus}
+Device Minor: \t {minor}
+GPU Excluded:\t No
+"""
+OPEN_MODULE = (
+    "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release Build  "
+    "(dvs-builder@U16-A24-23-2)  Wed Jan 22 23:24:16 UTC 2025\nGCC version:  gcc version 12.3.0\n"
+)
+PROPRIETARY = (
+    "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:56 UTC 2024\n"
+)
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def fake_nvidia_root(tmp: Path, version_text: str) -> Path:
+    root = tmp / "root"
+    buses = ["0000:3b:00.0", "0000:86:00.0"]
+    for i, bus in enumerate(buses):
+        dev = root / "sys/bus/pci/devices" / bus
+        _write(dev / "vendor", "0x10de\n")
+        _write(dev / "class", "0x030200\n")
+        _write(dev / "device", "0x2330\n")
+        info = H100_INFO.format(uuid=f"{i:08x}-aaaa-bbbb-cccc-dddddddddddd", bus=bus, minor=i)
+        _write(root / "proc/driver/nvidia/gpus" / bus / "information", info)
+        _write(root / "dev" / f"nvidia{i}", "")
+    # NVIDIA's HDMI audio function and an Intel NIC must not count as GPUs.
+    _write(root / "sys/bus/pci/devices/0000:3b:00.1/vendor", "0x10de\n")
+    _write(root / "sys/bus/pci/devices/0000:3b:00.1/class", "0x040300\n")
+    _write(root / "sys/bus/pci/devices/0000:17:00.0/vendor", "0x8086\n")
+    _write(root / "sys/bus/pci/devices/0000:17:00.0/class", "0x020000\n")
+    _write(root / "dev/nvidiactl", "")
+    _write(root / "proc/driver/nvidia/version", version_text)
+    (root / "sys/module/nvidia").mkdir(parents=True)
+    return root
+
+
+def fake_site(tmp: Path, version: str, cuda: str | None, hip: str | None = None) -> Path:
+    site = tmp / "site"
+    text = f"__version__ = '{version}'\ncuda: Optional[str] = {cuda!r}\nhip = {hip!r}\n"
+    _write(site / "torch/version.py", text)
+    _write(site / f"torch-{version.split('+')[0]}.dist-info/METADATA", f"Version: {version}\n")
+    return site
+
+
+@pytest.mark.parametrize(
+    ("text", "driver"), [(OPEN_MODULE, "570.86.15"), (PROPRIETARY, "550.54.15")]
+)
+def test_host_from_system_reads_an_nvidia_machine(tmp_path: Path, text: str, driver: str) -> None:
+    root = fake_nvidia_root(tmp_path, text)
+    site = fake_site(tmp_path, "2.8.0+cu128", "12.8")
+    host = Host.from_system(str(root), path=[str(site)], system="Linux")
+    assert [d.pci_bus_id for d in host.devices_of("nvidia")] == ["0000:3b:00.0", "0000:86:00.0"]
+    assert host.devices_of("intel") == ()
+    gpu = host.devices_of("nvidia")[0]
+    assert gpu.name == "NVIDIA H100 80GB HBM3"
+    assert gpu.uuid == "GPU-00000000-aaaa-bbbb-cccc-dddddddddddd"
+    assert host.drivers["nvidia"] == driver
+    assert {"nvidiactl", "nvidia0", "nvidia1"} <= set(host.device_nodes)
+    assert host.torch is not None and host.torch.flavour == "cuda"
+
+    b = CudaBackend()
+    p = b.probe(host)
+    assert p.available, p.reason
+    assert p.reason.startswith("CUDA ready: 2 NVIDIA GPU(s) (2× NVIDIA H100 80GB HBM3) [sm_90]")
+    devs = b.devices(host, {"CUDA_VISIBLE_DEVICES": "1"})
+    assert [(d.physical_index, d.arch, d.pci_bus_id) for d in devs] == [
+        (1, "sm_90", "0000:86:00.0")
+    ]
+
+
+def test_host_from_system_without_the_driver(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:01:00.0"
+    _write(dev / "vendor", "0x10de\n")
+    _write(dev / "class", "0x030000\n")
+    _write(root / "dev/dri/renderD128", "")
+    host = Host.from_system(str(root), path=[str(fake_site(tmp_path, "2.8.0+cu128", "12.8"))])
+    p = CudaBackend().probe(host)
+    assert (p.hardware_present, p.software_ready) == (True, False)
+    assert "the NVIDIA kernel driver is not loaded" in p.reason
+
+
+class FakeNVML(types.ModuleType):
+    """The handful of pynvml calls the plugin makes, over a made-up A100 with two MIG slices."""
+
+    NVML_DEVICE_MIG_ENABLE = 1
+
+    class NVMLError(Exception):
+        pass
+
+    def __init__(self) -> None:
+        super().__init__("pynvml")
+        self.calls: list[str] = []
+        self.mig = {"gpu0/mig0": ("MIG-aaaa1111", 1, 0), "gpu0/mig1": ("MIG-bbbb2222", 2, 0)}
+
+    def nvmlInit(self) -> None:
+        self.calls.append("init")
+
+    def nvmlShutdown(self) -> None:
+        self.calls.append("shutdown")
+
+    def nvmlDeviceGetCount(self) -> int:
+        return 1
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> str:
+        return f"gpu{i}"
+
+    def nvmlDeviceGetPciInfo(self, h: str) -> Any:
+        return types.SimpleNamespace(busId=b"00000000:07:00.0")
+
+    def nvmlDeviceGetName(self, h: str) -> str:
+        return "NVIDIA A100-SXM4-40GB" + (" MIG 3g.20gb" if "mig" in h else "")
+
+    def nvmlDeviceGetUUID(self, h: str) -> str:
+        return self.mig[h][0] if "mig" in h else "GPU-5a88edbe-0000-0000-0000-000000000000"
+
+    def nvmlDeviceGetCudaComputeCapability(self, h: str) -> tuple[int, int]:
+        return (8, 0)
+
+    def nvmlDeviceGetMemoryInfo(self, h: str) -> Any:
+        return types.SimpleNamespace(total=20937965568 if "mig" in h else 42949672960)
+
+    def nvmlDeviceGetMigMode(self, h: str) -> tuple[int, int]:
+        return (1, 1)
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: str) -> int:
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: str, j: int) -> str:
+        key = f"{h}/mig{j}"
+        if key not in self.mig:
+            raise self.NVMLError("not found")
+        return key
+
+    def nvmlDeviceGetGpuInstanceId(self, h: str) -> int:
+        return self.mig[h][1]
+
+    def nvmlDeviceGetComputeInstanceId(self, h: str) -> int:
+        return self.mig[h][2]
+
+
+def _system_a100() -> Host:
+    h = Host.from_dict(
+        {
+            "torch": {"version": "2.8.0+cu128", "cuda": "12.8"},
+            "devices": [{"vendor": "nvidia", "pci_bus_id": "0000:07:00.0"}],
+            "drivers": {"nvidia": "570.86.15"},
+        }
+    )
+    return replace(h, source="system")  # pretend this is the real machine
+
+
+def test_nvml_enriches_only_the_real_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    host = _system_a100()
+    devs = CudaBackend().devices(host, {})
+    assert fake.calls == ["init", "shutdown"]  # nothing kept open
+    assert [(d.uuid, d.sub_index, d.memory_bytes) for d in devs] == [
+        ("MIG-aaaa1111", 0, 20937965568),
+        ("MIG-bbbb2222", 1, 20937965568),
+    ]
+    assert {d.arch for d in devs} == {"sm_80"}
+    assert devs[0].name == "NVIDIA A100-SXM4-40GB MIG 3g.20gb"
+    CudaBackend().devices(host, {})
+    assert fake.calls == ["init", "shutdown"]  # cached per host object
+
+    simulated = Host.from_dict({"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:07:00.0"}]})
+    assert _nvml.enrich(simulated) is simulated
+    assert fake.calls == ["init", "shutdown"]
+
+
+def test_nvml_failure_keeps_the_file_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake = FakeNVML()
+
+    def broken() -> None:
+        raise fake.NVMLError("NVML Shared Library Not Found")
+
+    fake.nvmlInit = broken  # type: ignore[method-assign]
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    host = _system_a100()
+    assert _nvml.enrich(host) is host
+    assert [d.arch for d in CudaBackend().devices(host, {})] == [None]
+
+
+def test_import_loads_no_torch_transformers_or_pynvml() -> None:
+    code = (
+        "import sys, json\n"
+        "import hwbackends_cuda, hwbackends\n"
+        "from hwbackends import Host\n"
+        "h = Host.from_file(sys.argv[1])\n"
+        "b = hwbackends_cuda.CudaBackend()\n"
+        "b.probe(h); d = b.devices(h, {}); b.capabilities(d[0], host=h)\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'pynvml', 'kernels',"
+        " 'accelerate') if m in sys.modules)))\n"
+    )
+    host = Path(__file__).parent / "hosts" / "h100-sxm-8.json"
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(host)], capture_output=True, text=True, timeout=60
+    )
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+class TestCudaContract(BackendContract):
+    backend_cls = CudaBackend
+    competitors = (RocmBackend,)
+    hosts = (
+        "hosts/h100-sxm-8.json",
+        "hosts/mixed-4-fastest-first.json",
+        "hosts/a100-mig.json",
+        "hosts/v100-4.json",
+        "hosts/hybrid-laptop-cuda-torch.json",
+    )
+    other_hosts = ("hosts/nvidia-cpu-torch.json", "hosts/nvidia-no-driver.json")
+    sdk_modules = ("pynvml",)

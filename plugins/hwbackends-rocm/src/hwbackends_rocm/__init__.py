@@ -1,0 +1,169 @@
+"""hwbackends plugin for AMD GPUs through ROCm (HIP) builds of torch.
+
+torch calls these GPUs ``cuda`` devices (``torch.cuda`` is the HIP backend on a ROCm build), so
+``device_type`` is ``"cuda"`` while the backend is named ``rocm`` and the ``kernels`` device key
+is ``rocm``. Importing this module imports neither torch nor transformers; the probe reads
+files (``/sys/class/kfd``, ``/sys/bus/pci``, ``/dev/kfd``) through the ``Host`` it is given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING, ClassVar
+
+from hwbackends._facts import (
+    USE_KERNELS_ADVICE,
+    flash_attention_options,
+    kernel_layers,
+    kernels_state,
+    quant_support,
+    torch_install_hint,
+    transformers_tables,
+)
+from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
+
+from . import _probe
+from ._arch import GFX, capability
+from ._attention import FLASH
+from ._quant import VERDICTS
+
+if TYPE_CHECKING:
+    from hwbackends import Host, HostDevice, Probe
+
+__all__ = ["RocmBackend"]
+
+__version__ = "0.1.0"
+
+HF = "shared/reference/hf-integration.md"
+CODECARBON = Limitation(
+    text=(
+        "CodeCarbon does not support ROCm: Transformers' CodeCarbonCallback raises when "
+        "torch.version.hip is set, so leave 'codecarbon' out of TrainingArguments.report_to"
+    ),
+    source=(
+        "transformers integrations/integration_utils.py CodeCarbonCallback.__init__ "
+        "(mlco2/codecarbon#490)"
+    ),
+    report_to_exclude=("codecarbon",),
+)
+_DIST_SOURCE = (
+    f"accelerate/state.py: ROCm counts as cuda -> nccl, which is RCCL in a ROCm build of torch "
+    f"({HF} §5.1)"
+)
+
+
+_SOURCES = {
+    "arch": "KFD topology gfx_target_version (host reader) or the host file",
+    "device_type": (
+        f"torch ROCm builds expose HIP as torch.cuda; device_map 'cuda', never 'rocm' ({HF} §3.1)"
+    ),
+    "kernel_device": (
+        f"kernels Device type 'rocm'; kernelize turns cuda into rocm when torch.version.hip is "
+        f"set ({HF} §2.3)"
+    ),
+    "distributed_backend": _DIST_SOURCE,
+    "device_map_auto": f"accelerate get_max_memory cuda branch, which serves ROCm ({HF} §3.2)",
+}
+
+
+class RocmBackend(BaseBackend):
+    """AMD GPUs. ``priority`` 100 equals cuda's: one torch build serves only one of them."""
+
+    name: ClassVar[str] = "rocm"
+    device_type: ClassVar[str] = "cuda"
+    priority: ClassVar[int] = 100
+    vendor: ClassVar[str | None] = "amd"
+    device_nodes: ClassVar[tuple[str, ...]] = ("kfd",)
+    torch_flavour: ClassVar[str | None] = "rocm"
+    install_hint: ClassVar[str] = torch_install_hint("rocm")
+    distributed_backend: ClassVar[str] = "nccl"
+
+    @property
+    def display_name(self) -> str:
+        return "AMD ROCm"
+
+    def probe(self, host: Host) -> Probe:
+        def pin(positions: list[int]) -> str | None:
+            try:
+                env = self.visibility_env(positions, host=host)
+            except Exception:  # the writer cannot express it: say nothing rather than guess
+                return None
+            return " ".join(f"{k}={v}" for k, v in env.items()) or None
+
+        return _probe.probe(self.name, host, pin)
+
+    def make_device(
+        self,
+        index: int,
+        physical_index: int,
+        hd: HostDevice | None,
+        sub_index: int | None,
+        label: str | None,
+    ) -> Device:
+        dev = super().make_device(index, physical_index, hd, sub_index, label)
+        row = GFX.get(dev.arch or "")
+        if dev.name is None and row is not None:
+            # sysfs gives AMD GPUs no model name; the gfx target names the product family.
+            dev = replace(dev, name=f"AMD {row.products}")
+        return dev
+
+    def capabilities(
+        self, device: Device | None = None, *, host: Host | None = None
+    ) -> Capabilities:
+        arch = device.arch if device is not None else None
+        if device is None and host is not None:
+            usable = [g for g in _probe.classify(host) if g.usable]
+            arch = usable[0].device.arch if usable else None
+        row = GFX.get(arch or "")
+        cap = capability(arch)
+        tables = transformers_tables(host)
+        flash, skipped = flash_attention_options(
+            FLASH,
+            arch=arch,
+            capability=cap,
+            device_key="rocm",
+            rocm=True,
+            host=host,
+            tables=tables,
+        )
+        dtypes = ["float32", "float16", "bfloat16"]  # torch.cuda.is_bf16_supported() on ROCm
+        if row is not None and row.fp8 == "fnuz":
+            dtypes += ["float8_e4m3fnuz", "float8_e5m2fnuz"]
+        elif row is not None and row.fp8 == "ocp":
+            dtypes += ["float8_e4m3fn", "float8_e5m2"]
+        if row is None:
+            precision_src = (
+                f"{arch or 'architecture'} unknown to hwbackends: fp16 is the safe choice"
+            )
+        else:
+            precision_src = (
+                f"{row.arch} ({row.family}: {row.products}): "
+                + ("fast bf16 matrix instructions" if row.bf16 else "no fast bf16 matrix path")
+                + f"; {row.source}"
+            )
+        limits = [CODECARBON, USE_KERNELS_ADVICE]
+        kstate = kernels_state(host, tables)
+        if kstate.usable is False:
+            off = f"use_kernels=True and hub attention fallbacks are off here: {kstate.reason}"
+            limits.append(Limitation(off, f"transformers is_kernels_available ({HF} §0, §2.1)"))
+        return Capabilities(
+            backend=self.name,
+            device_type=self.device_type,
+            arch=arch,
+            dtypes=tuple(dtypes),
+            training_precision="bf16" if row is not None and row.bf16 else "fp16",
+            attention=(*flash, *common_attention()),
+            distributed_backend=self.distributed_backend,
+            kernel_device="rocm",
+            kernel_layers=kernel_layers("rocm", cap, tables),
+            quantization=quant_support(VERDICTS, arch),
+            device_map_auto=True,
+            limitations=tuple(limits),
+            sources={
+                **_SOURCES,
+                "dtypes": precision_src,
+                "training_precision": precision_src,
+                "attention": f"{tables.origin}; not offered: {'; '.join(skipped) or 'none'}",
+                "kernel_layers": tables.origin,
+            },
+        )

@@ -1,0 +1,135 @@
+"""AMD GPU architectures (gfx targets): what each is, whether ROCm supports it, what it runs.
+
+One declarative row per gfx target. ``capability`` is what torch reports on ROCm
+(``torch.cuda.get_device_capability()`` = gfx major and minor, so gfx942 is 9.4 and gfx1151 is
+11.5; Transformers' and kernels' capability checks compare against these numbers).
+
+Sources: product names and gfx targets from the LLVM AMDGPU processor table; support status
+from the ROCm compatibility matrices (Instinct and Radeon on Linux, Ryzen APUs); precision
+from the CDNA/RDNA ISA guides (cited per row). "community" means not on AMD's support list
+but run by users (e.g. TheRock nightly builds); "unsupported" means no ROCm kernels are built
+for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+__all__ = ["GFX", "GfxArch", "capability", "gfx_where"]
+
+Support = Literal["supported", "deprecated", "community", "unsupported"]
+
+LLVM = "https://llvm.org/docs/AMDGPUUsage.html#processors (gfx target -> products)"
+SYSREQ = (
+    "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/reference/"
+    "system-requirements.html (supported Instinct and Radeon GPUs)"
+)
+RYZEN = (
+    "https://rocm.docs.amd.com/projects/radeon-ryzen/en/latest/ (ROCm on Radeon and Ryzen: "
+    "Ryzen AI Max 300 / gfx1151)"
+)
+CDNA2 = "AMD CDNA 2 ISA reference guide (MFMA bf16 instructions at full rate)"
+CDNA3 = "AMD CDNA 3 ISA reference guide (MFMA FP8/BF8 in the FNUZ encodings)"
+CDNA4 = "AMD CDNA 4 ISA reference guide (MFMA FP8 in the OCP E4M3/E5M2 encodings)"
+RDNA3 = "AMD RDNA 3 ISA reference guide (WMMA fp16/bf16)"
+RDNA4 = "AMD RDNA 4 ISA reference guide (WMMA fp16/bf16 and FP8/BF8)"
+MI100 = "AMD Instinct MI100 datasheet (matrix bf16 rate is half the fp16 rate): fp16 recommended"
+
+
+@dataclass(frozen=True)
+class GfxArch:
+    """One gfx target. ``fp8`` is the FP8 encoding its matrix units use, if any."""
+
+    arch: str
+    family: str
+    products: str
+    support: Support
+    integrated: bool
+    bf16: bool  # bf16 recommended for training (fast matrix bf16)
+    fp8: Literal["fnuz", "ocp"] | None
+    source: str
+    min_rocm: str | None = None  # oldest ROCm release that builds for it
+
+    @property
+    def capability(self) -> int:
+        return capability(self.arch) or 0
+
+
+def _g(arch: str, family: str, products: str, support: Support, *, igpu: bool = False,
+       bf16: bool = False, fp8: Literal["fnuz", "ocp"] | None = None, source: str = "",
+       min_rocm: str | None = None) -> GfxArch:  # fmt: skip
+    where = RYZEN if igpu and support != "unsupported" else SYSREQ
+    return GfxArch(arch, family, products, support, igpu, bf16, fp8,
+                   f"{LLVM}; {where}" + (f"; {source}" if source else ""), min_rocm)  # fmt: skip
+
+
+GFX: Mapping[str, GfxArch] = {
+    a.arch: a
+    for a in (
+        _g("gfx906", "GCN5 (Vega 20)", "Instinct MI50/MI60, Radeon VII", "deprecated"),
+        _g("gfx908", "CDNA", "Instinct MI100", "supported", source=MI100),
+        _g("gfx90a", "CDNA2", "Instinct MI210/MI250/MI250X", "supported", bf16=True,
+           source=CDNA2),
+        _g("gfx942", "CDNA3", "Instinct MI300X/MI300A/MI325X", "supported", bf16=True,
+           fp8="fnuz", source=CDNA3),
+        _g("gfx950", "CDNA4", "Instinct MI350X/MI355X", "supported", bf16=True, fp8="ocp",
+           source=CDNA4, min_rocm="7.0"),
+        _g("gfx1030", "RDNA2", "Radeon PRO W6800/V620, RX 6800/6900", "supported"),
+        _g("gfx1100", "RDNA3", "Radeon RX 7900 XTX/XT, PRO W7900/W7800", "supported",
+           bf16=True, source=RDNA3),
+        _g("gfx1101", "RDNA3", "Radeon RX 7800 XT/7700 XT, PRO W7700", "supported", bf16=True,
+           source=RDNA3),
+        _g("gfx1102", "RDNA3", "Radeon RX 7600", "community", bf16=True, source=RDNA3),
+        _g("gfx1200", "RDNA4", "Radeon RX 9060 XT", "supported", bf16=True, fp8="ocp",
+           source=RDNA4, min_rocm="6.4"),
+        _g("gfx1201", "RDNA4", "Radeon RX 9070/9070 XT, AI PRO R9700", "supported", bf16=True,
+           fp8="ocp", source=RDNA4, min_rocm="6.4"),
+        # integrated GPUs (APUs)
+        _g("gfx1151", "RDNA3.5", "Ryzen AI Max 300 (Strix Halo), Radeon 8060S/8050S",
+           "supported", igpu=True, bf16=True, source=RDNA3, min_rocm="6.4"),
+        _g("gfx1150", "RDNA3.5", "Ryzen AI 300 (Strix Point), Radeon 890M/880M", "community",
+           igpu=True, bf16=True, source=RDNA3),
+        _g("gfx1152", "RDNA3.5", "Ryzen AI 5/7 300 (Krackan Point)", "community", igpu=True,
+           bf16=True, source=RDNA3),
+        _g("gfx1103", "RDNA3", "Ryzen 7040/8040 (Phoenix, Hawk Point), Radeon 780M/760M",
+           "unsupported", igpu=True),
+        _g("gfx1036", "RDNA2", "Ryzen 7000/9000 desktop iGPU (Raphael, Granite Ridge)",
+           "unsupported", igpu=True),
+        _g("gfx1035", "RDNA2", "Ryzen 6000 (Rembrandt), Radeon 680M/660M", "unsupported",
+           igpu=True),
+        _g("gfx90c", "GCN5 (Vega)", "Ryzen 4000/5000 APUs (Renoir, Cezanne)", "unsupported",
+           igpu=True),
+    )
+}  # fmt: skip
+
+
+def capability(arch: str | None) -> int | None:
+    """torch's ``major*10+minor`` for a gfx target: gfx942 -> 94, gfx90a -> 90, gfx1151 -> 115.
+
+    The last two characters of the target are minor and stepping (hex digits), the rest is
+    the major version (LLVM's target naming).
+    """
+    if not arch or not arch.startswith("gfx") or len(arch) < 6:
+        return None
+    major, minor = arch[3:-2], arch[-2]
+    if not major.isdigit() or minor not in "0123456789abcdef":
+        return None
+    return int(major) * 10 + int(minor, 16)
+
+
+def gfx_where(
+    *, bf16: bool | None = None, fp8: bool | None = None, families: tuple[str, ...] = ()
+) -> frozenset[str]:
+    """Targets matching every condition given (``families`` by prefix, e.g. ``"CDNA"``)."""
+    out = set()
+    for a in GFX.values():
+        if bf16 is not None and a.bf16 != bf16:
+            continue
+        if fp8 is not None and (a.fp8 is not None) != fp8:
+            continue
+        if families and not a.family.startswith(families):
+            continue
+        out.add(a.arch)
+    return frozenset(out)

@@ -1,0 +1,165 @@
+"""The ROCm probe: AMD GPUs, the amdgpu driver with ``/dev/kfd``, and a HIP build of torch.
+
+Files and package metadata only (DESIGN.md rule 2).
+
+Integrated GPUs. Every AMD desktop and laptop CPU since Ryzen 7000 carries an iGPU that the
+host lists as vendor ``amd``. An iGPU counts as ROCm hardware only when its gfx target is a
+ROCm target (supported or community, e.g. Strix Halo gfx1151) or unknown; the known
+non-targets (Raphael gfx1036, Phoenix gfx1103, ...) are ignored for "is the hardware here"
+and named in the evidence. When such an iGPU sits beside a usable GPU, ROCm still
+enumerates it (KFD gives it a node; many user reports of ``device_count() == 2`` with one
+discrete card, inferred), so the ready reason says which variable hides it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from hwbackends._facts import describes_drivers, torch_build_problem, version_in_range
+from hwbackends._protocol import Probe
+
+from ._arch import GFX, GfxArch
+
+if TYPE_CHECKING:
+    from hwbackends import Host, HostDevice
+
+__all__ = ["Gpu", "classify", "probe"]
+
+DRIVER_HINT = (
+    "install the amdgpu driver and ROCm (amdgpu-install --usecase=rocm, see "
+    "https://rocm.docs.amd.com/projects/install-on-linux/) and reboot"
+)
+KFD_HINT = (
+    "in a container add --device=/dev/kfd --device=/dev/dri (and the video/render groups); on "
+    "the host check that amdgpu loaded with KFD (dmesg | grep kfd)"
+)
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One AMD device of the host and how ROCm treats it."""
+
+    position: int  # among the host's AMD devices (the visibility layer's physical index)
+    device: HostDevice
+    row: GfxArch | None
+    integrated: bool
+
+    @property
+    def usable(self) -> bool:
+        """A discrete GPU, or an iGPU not known to be outside ROCm's targets.
+
+        An iGPU whose target is unknown (no KFD node yet, or a target newer than the table)
+        counts, so that a missing driver is reported rather than hidden.
+        """
+        return not (self.integrated and self.row is not None and self.row.support == "unsupported")
+
+    @property
+    def label(self) -> str:
+        arch = self.device.arch or "gfx?"
+        what = self.row.products if self.row else (self.device.name or "unknown model")
+        return f"{arch} ({what})"
+
+
+def classify(host: Host) -> list[Gpu]:
+    out = []
+    for i, d in enumerate(host.devices_of("amd")):
+        row = GFX.get(d.arch or "")
+        flag = d.extra.get("integrated")
+        integrated = flag if isinstance(flag, bool) else bool(row and row.integrated)
+        out.append(Gpu(i, d, row, integrated))
+    return out
+
+
+def _summary(gpus: Sequence[Gpu]) -> str:
+    counts: dict[str, int] = {}
+    for g in gpus:
+        counts[g.label] = counts.get(g.label, 0) + 1
+    return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
+
+
+def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Probe:
+    """``pin(positions)`` renders the variables that show only those AMD devices."""
+    gpus = classify(host)
+    usable = [g for g in gpus if g.usable]
+    ignored = [g for g in gpus if not g.usable]
+    nvidia = host.devices_of("nvidia")
+    kfd = host.has_node("kfd")
+    amdgpu = "amdgpu" in host.drivers
+    torch_issue = torch_build_problem(host, "rocm")
+    ev: list[str] = []
+    if usable:
+        ev.append(f"{len(usable)} AMD GPU(s): {_summary(usable)}")
+    for g in ignored:
+        ev.append(f"ignored integrated GPU {g.label}: not a ROCm target")
+    if amdgpu or kfd:
+        ev.append("driver: " + ", ".join(x for x, on in (("amdgpu", amdgpu), ("/dev/kfd", kfd))
+                                         if on))  # fmt: skip
+    if host.torch is not None:
+        ev.append(f"torch {host.torch.version} ({host.torch.flavour} build)")
+    if nvidia:
+        ev.append(f"also {len(nvidia)} NVIDIA GPU(s): the cuda backend's")
+
+    if not usable:
+        hint = None
+        if ignored:
+            reason = f"only an integrated AMD GPU that ROCm does not support ({_summary(ignored)})"
+        elif kfd or amdgpu:
+            reason = "the amdgpu driver (/dev/kfd) is present but no AMD GPU is on the PCI bus"
+            hint = "in a VM or container, pass the GPU through (--device=/dev/dri/renderD*)"
+        else:
+            reason = "no AMD GPU found"
+        if nvidia:
+            reason += "; the NVIDIA GPU(s) here belong to the cuda backend" + (
+                " but the installed torch is a ROCm build" if torch_issue is None else ""
+            )
+        return Probe(name, False, torch_issue is None, reason, hint, tuple(ev))
+
+    problems: list[str] = []
+    hints: list[str] = []
+    if describes_drivers(host):
+        if not amdgpu and not kfd:
+            problems.append("the amdgpu kernel driver is not loaded (no /dev/kfd)")
+            hints.append(DRIVER_HINT)
+        elif not kfd:
+            problems.append("/dev/kfd (ROCm's compute interface) is missing")
+            hints.append(KFD_HINT)
+        elif any(g.device.arch is None for g in usable):
+            problems.append("KFD lists no GPU node for some AMD GPU(s), so ROCm cannot see them")
+            hints.append(KFD_HINT)
+    if torch_issue is not None:
+        problems.append(torch_issue[0])
+        why = f"{torch_issue[1]}" + (" (to use the AMD GPU instead of the NVIDIA one)"
+                                     if nvidia else "")  # fmt: skip
+        hints.append(why)
+    elif host.torch is not None and host.torch.hip:
+        too_new = [g for g in usable if g.row and g.row.min_rocm
+                   and version_in_range(host.torch.hip, g.row.min_rocm) is False]  # fmt: skip
+        if too_new and len(too_new) == len(usable):
+            need = max((g.row.min_rocm or "" for g in too_new if g.row), key=str)
+            problems.append(
+                f"torch's HIP {host.torch.hip} predates ROCm {need}, the first release for "
+                f"{_summary(too_new)}"
+            )
+            hints.append(f"install a torch build for ROCm {need} or newer")
+    for g in usable:
+        if g.row is None and g.device.arch:
+            ev.append(f"{g.device.arch} is not in hwbackends' table: support unknown")
+        elif g.row is not None and g.row.support != "supported":
+            ev.append(f"{g.label} is {g.row.support} in ROCm, not on AMD's support list")
+    what = f"{len(usable)} AMD GPU(s) ({_summary(usable)})"
+    if problems:
+        return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
+                     "; then ".join(hints), tuple(ev))  # fmt: skip
+    reason = f"ROCm ready: {what}" + (f", torch {host.torch.version}" if host.torch else "")
+    if ignored:
+        shown = pin([g.position for g in usable])
+        reason += (
+            f"; ROCm also enumerates the integrated GPU {_summary(ignored)} (physical "
+            f"{', '.join(str(g.position) for g in ignored)})"
+            + (f": hide it with {shown}" if shown else "")
+        )
+    if nvidia:
+        reason += "; the NVIDIA GPU(s) are not used: torch is a ROCm build"
+    return Probe(name, True, True, reason, None, tuple(ev))

@@ -1,0 +1,130 @@
+"""Real-machine paths for rocm: a fake sysfs/KFD tree read by Host.from_system, the CLI on a
+host file, importing the plugin without torch, and the conformance kit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hwbackends_cuda import CudaBackend
+from hwbackends_rocm import RocmBackend
+
+from hwbackends import Host
+from hwbackends.cli import main
+from hwbackends.testing import BackendContract
+
+HOSTS = Path(__file__).parent / "hosts"
+
+
+def _put(path: Path, text: str = "") -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _kfd_node(root: Path, node: int, props: dict[str, int]) -> None:
+    text = "".join(f"{k} {v}\n" for k, v in props.items())
+    _put(root / f"sys/class/kfd/kfd/topology/nodes/{node}/properties", text)
+
+
+def amd_machine(tmp: Path) -> tuple[Path, Path]:
+    """Two MI300X whose KFD order (node 1 = bus 0xc1, node 2 = bus 0x05) differs from PCI
+    order, the CPU as KFD node 0, and an AMD audio function that is not a GPU."""
+    root = tmp / "root"
+    for bus, vram in (("0000:05:00.0", 206141652992), ("0000:c1:00.0", 206141652992)):
+        dev = root / "sys/bus/pci/devices" / bus
+        _put(dev / "vendor", "0x1002\n")
+        _put(dev / "class", "0x120000\n")  # processing accelerator, as Instinct GPUs report
+        _put(dev / "device", "0x74a1\n")
+        _put(dev / "mem_info_vram_total", f"{vram}\n")
+    _put(root / "sys/bus/pci/devices/0000:05:00.1/vendor", "0x1002\n")
+    _put(root / "sys/bus/pci/devices/0000:05:00.1/class", "0x040300\n")
+    _kfd_node(root, 0, {"cpu_cores_count": 96, "simd_count": 0, "gfx_target_version": 0})
+    _kfd_node(root, 1, {"simd_count": 1216, "gfx_target_version": 90402, "domain": 0,
+                        "location_id": 0xC1 << 8, "unique_id": 0x1A2B3C4D5E6F7081})  # fmt: skip
+    _kfd_node(root, 2, {"simd_count": 1216, "gfx_target_version": 90402, "domain": 0,
+                        "location_id": 0x05 << 8, "unique_id": 0x1A2B3C4D5E6F7080})  # fmt: skip
+    _put(root / "dev/kfd")
+    _put(root / "dev/dri/renderD128")
+    _put(root / "dev/dri/renderD129")
+    (root / "sys/module/amdgpu").mkdir(parents=True)
+    site = tmp / "site"
+    _put(site / "torch/version.py",
+         "__version__ = '2.8.0+rocm6.4'\ncuda = None\nhip = '6.4.43482'\n")  # fmt: skip
+    return root, site
+
+
+def test_host_from_system_reads_an_amd_machine(tmp_path: Path) -> None:
+    root, site = amd_machine(tmp_path)
+    host = Host.from_system(str(root), path=[str(site)], system="Linux")
+    amd = host.devices_of("amd")
+    # KFD node order, not PCI order; arch from gfx_target_version; uuid from unique_id.
+    assert [d.pci_bus_id for d in amd] == ["0000:c1:00.0", "0000:05:00.0"]
+    assert [d.arch for d in amd] == ["gfx942", "gfx942"]
+    assert [d.uuid for d in amd] == ["GPU-1a2b3c4d5e6f7081", "GPU-1a2b3c4d5e6f7080"]
+    assert amd[0].memory_bytes == 206141652992
+    assert "kfd" in host.device_nodes and "amdgpu" in host.drivers
+
+    b = RocmBackend()
+    p = b.probe(host)
+    assert p.available, p.reason
+    devs = b.devices(host, {"HIP_VISIBLE_DEVICES": "1"})
+    assert [(d.physical_index, d.pci_bus_id, d.name) for d in devs] == [
+        (1, "0000:05:00.0", "AMD Instinct MI300X/MI300A/MI325X")
+    ]
+    assert not CudaBackend().probe(host).hardware_present
+
+
+def test_cli_env_on_the_mi300x_host(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["env", "--host", str(HOSTS / "mi300x-8.json")]) == 0
+    out = capsys.readouterr().out
+    assert "Chosen  rocm (device type 'cuda')" in out
+    assert "cuda:7  →  7" in out and "gfx942" in out
+    assert "precision   bf16 for training" in out
+    assert "attention   flash_attention_2, flash_attention_3, sdpa, eager" in out
+    assert "hub kernels rocm" in out
+
+    assert main(["env", "--json", "--host", str(HOSTS / "mi300x-8.json")]) == 0
+    data = json.loads(capsys.readouterr().out)
+    q = {x["method"]: x["status"] for x in data["capabilities"]["quantization"]}
+    assert (q["awq"], q["bitsandbytes"], q["eetq"]) == ("supported", "partial", "unsupported")
+    assert data["capabilities"]["limitations"][0]["report_to_exclude"] == ["codecarbon"]
+
+
+def test_import_loads_no_torch_or_transformers() -> None:
+    code = (
+        "import sys, json\n"
+        "import hwbackends_rocm\n"
+        "from hwbackends import Host\n"
+        "h = Host.from_file(sys.argv[1])\n"
+        "b = hwbackends_rocm.RocmBackend()\n"
+        "b.probe(h); d = b.devices(h, {}); b.capabilities(d[0], host=h)\n"
+        "print(json.dumps(sorted(m for m in ('torch', 'transformers', 'kernels', 'accelerate',"
+        " 'amdsmi') if m in sys.modules)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, str(HOSTS / "mi300x-8.json")],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+
+
+class TestRocmContract(BackendContract):
+    backend_cls = RocmBackend
+    competitors = (CudaBackend,)
+    hosts = (
+        "hosts/mi300x-8.json",
+        "hosts/mi210-2.json",
+        "hosts/strix-halo.json",
+        "hosts/radeon-with-igpu.json",
+        "hosts/hybrid-laptop-rocm-torch.json",
+    )
+    other_hosts = (
+        "hosts/amd-cuda-torch.json",
+        "hosts/amd-no-kfd.json",
+        "hosts/amd-no-driver.json",
+    )
+    sdk_modules = ("amdsmi",)

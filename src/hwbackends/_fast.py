@@ -1,0 +1,185 @@
+"""The selection cache: ``hwbackends.current()`` in a few milliseconds on a known machine.
+
+A full selection imports every plugin and probes it (tens of milliseconds, most of it in
+importing ``dataclasses``/``typing`` and the plugins' fact tables). Its answer depends only on
+inputs that are cheap to fingerprint: the interpreter and ``sys.path`` (each directory's
+mtime changes when a distribution is installed or removed), the PCI devices, ``/dev`` nodes and
+loaded kernel modules, and the environment variables selection reads. When the fingerprint
+matches the cached one, only the chosen backend's module is imported (DESIGN.md rule 1).
+
+Measured trade-offs are in shared/reference/style-anchors.md §7: a ``marshal`` file keyed on
+directory mtimes, written atomically, tolerant of read-only homes, with a bypass switch.
+Bypass: ``HWBACKENDS_NO_CACHE=1``. Never used with ``HWBACKENDS_HOST`` (a simulated host) or
+``HWBACKENDS_STRICT`` (which must load every plugin). An edit of a plugin's source in place
+(an editable install) is not noticed: use the bypass while developing a plugin.
+
+This module imports only builtins: no typing, no dataclasses.
+"""
+
+from __future__ import annotations
+
+import marshal
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._protocol import Backend
+
+_FORMAT = 1
+_ENV_EXACT = frozenset(
+    {"CUDA_DEVICE_ORDER", "ONEAPI_DEVICE_SELECTOR", "PYTORCH_ENABLE_MPS_FALLBACK"}
+)
+_ENV_PREFIXES = ("HWBACKENDS_", "NEURON_", "TPU_", "ZE_", "HABANA_", "ASCEND_")
+
+#: Backend instances made here, by entry-point value, so the registry reuses them.
+INSTANCES: dict[str, Backend] = {}
+#: "hit", "miss", "off" or "" (not asked yet): for tests and the benchmark.
+LAST = ""
+_chosen: Backend | None = None
+_lock = None
+
+
+def _listing(path: str) -> tuple[str, ...]:
+    try:
+        return tuple(sorted(os.listdir(path)))
+    except OSError:
+        return ()
+
+
+def _mtime(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def fingerprint(root: str = "/") -> tuple[object, ...]:
+    """Everything the default selection depends on, cheaply."""
+    from ._version import API_VERSION, __version__
+
+    env = os.environ
+    relevant = tuple(
+        sorted(
+            (k, env[k])
+            for k in env
+            if k in _ENV_EXACT or k.startswith(_ENV_PREFIXES) or "VISIBLE" in k
+        )
+    )
+    paths = tuple((p, _mtime(p or ".")) for p in sys.path)
+    j = os.path.join
+    modules = tuple(m for m in _listing(j(root, "sys/module")) if not m.startswith("_"))
+    return (
+        _FORMAT,
+        __version__,
+        API_VERSION,
+        sys.executable,
+        sys.version,
+        paths,
+        relevant,
+        _listing(j(root, "sys/bus/pci/devices")),
+        _listing(j(root, "dev")),
+        _listing(j(root, "dev/dri")),
+        _listing(j(root, "dev/accel")),
+        _listing(j(root, "sys/class/kfd/kfd/topology/nodes")),
+        _mtime(j(root, "proc/driver/nvidia/version")),
+        modules,
+        os.uname().sysname if hasattr(os, "uname") else sys.platform,
+    )
+
+
+def cache_file() -> str:
+    import zlib
+
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    tag = zlib.crc32(f"{sys.executable}\0{sys.prefix}".encode()) & 0xFFFFFFFF
+    return os.path.join(base, "hwbackends", f"selection-{tag:08x}.marshal")
+
+
+def enabled() -> bool:
+    env = os.environ
+    return not any(
+        (env.get(k) or "").strip() not in ("", "0")
+        for k in ("HWBACKENDS_NO_CACHE", "HWBACKENDS_HOST", "HWBACKENDS_STRICT")
+    )
+
+
+def _instantiate(value: str) -> Backend:
+    import importlib
+
+    module, _, attr = value.partition(":")
+    obj: object = importlib.import_module(module.strip())
+    for part in attr.partition("[")[0].strip().split("."):
+        obj = getattr(obj, part)
+    inst = INSTANCES.get(value)
+    if inst is None:
+        inst = INSTANCES[value] = obj()  # type: ignore[operator]
+    return inst
+
+
+def cached_backend() -> Backend | None:
+    """The cached choice for this fingerprint, or None (then the full selection runs).
+
+    Thread-safe: concurrent first calls get one answer."""
+    global _lock
+    if _chosen is not None:
+        return _chosen
+    if _lock is None:
+        import _thread
+
+        _lock = _thread.allocate_lock()
+    with _lock:
+        if _chosen is not None:
+            return _chosen
+        return _select()
+
+
+def _select() -> Backend | None:
+    global LAST, _chosen
+    reg = sys.modules.get("hwbackends._registry")  # not imported: no registry exists yet
+    if reg is not None and (reg._registry is not None or reg._cached is not None):
+        LAST = "off"  # the process already has a registry: its answer is authoritative
+        return None
+    if not enabled():
+        LAST = "off"
+        return None
+    fp = fingerprint()
+    path = cache_file()
+    try:
+        with open(path, "rb") as f:
+            stored = marshal.load(f)
+    except (OSError, EOFError, ValueError, TypeError):
+        stored = None
+    if isinstance(stored, tuple) and len(stored) == 3 and stored[0] == fp:
+        try:
+            backend = _instantiate(stored[2])
+        except Exception:
+            backend = None  # a plugin that fails now: the full selection will say why
+        if backend is not None and getattr(backend, "name", None) == stored[1]:
+            LAST = "hit"
+            _chosen = backend
+            return backend
+    LAST = "miss"
+    from . import _registry
+
+    chosen = _registry.current()
+    value = _registry.entry_point_value(chosen.name)
+    if value is not None:
+        INSTANCES.setdefault(value, chosen)
+        _store(path, (fp, chosen.name, value))
+    _chosen = chosen
+    return chosen
+
+
+def _store(path: str, record: tuple[Any, ...]) -> None:
+    """Write atomically; a read-only or missing home is not an error."""
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "wb") as f:
+            marshal.dump(record, f)
+        os.replace(tmp, path)
+    except (OSError, ValueError):
+        pass

@@ -1,0 +1,67 @@
+"""The selection cache: hits skip every plugin import, and any relevant change misses."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = (
+    "import sys, json, hwbackends, hwbackends._fast as f\n"
+    "b = hwbackends.current()\n"
+    "heavy = sorted(m for m in sys.modules if m.startswith(('hwbackends_', 'dataclasses', "
+    "'typing', 'hwbackends._registry')))\n"
+    "print(json.dumps({'last': f.LAST, 'name': b.name, 'same': b is hwbackends.current(), "
+    "'heavy': heavy}))\n"
+)
+
+
+def run(tmp: Path, site: Path, **extra: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
+    env.update({"XDG_CACHE_HOME": str(tmp / "cache"), "PYTHONPATH": str(site), **extra})
+    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_cache_hit_miss_and_invalidation(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    first = run(tmp_path, site)
+    assert first["last"] == "miss" and first["same"] is True
+    hit = run(tmp_path, site)
+    assert hit["last"] == "hit" and hit["name"] == first["name"] and hit["same"] is True
+    if hit["name"] == "cpu":  # on this machine: no plugin module, no dataclasses at all
+        assert hit["heavy"] == []
+    # installing a distribution changes its directory's mtime
+    (site / "newdist-1.0.dist-info").mkdir()
+    os.utime(site, ns=(1, 1))
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    # a variable that selection reads
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="0")["last"] == "miss"
+    # bypass, simulated hosts and strict mode never use it
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="1")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_STRICT="1")["last"] == "off"
+
+
+def test_unreadable_or_corrupt_cache_is_ignored(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    run(tmp_path, site)
+    (cache,) = (tmp_path / "cache" / "hwbackends").iterdir()
+    cache.write_bytes(b"\x00garbage")
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+
+
+def test_unwritable_cache_location_still_answers(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory would be")
+    first, second = run(tmp_path, site), run(tmp_path, site)
+    assert (first["last"], second["last"]) == ("miss", "miss")  # never stored, never fatal
+    assert first["name"] == second["name"]

@@ -45,7 +45,8 @@ class BackendUnavailableError(HwBackendsError):
 
 
 class PluginError(HwBackendsError):
-    """A plugin is broken; raised only in strict mode, recorded otherwise."""
+    """A plugin is broken. Selection records it and goes on (strict mode raises); asking for
+    that backend by name with ``hwbackends.get`` raises it."""
 
 
 class VisibilityError(HwBackendsError):

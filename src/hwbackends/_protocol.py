@@ -120,6 +120,9 @@ class AttentionOption:
 
 @dataclass(frozen=True)
 class QuantSupport:
+    """Whether a quantization method works on a device: ``status`` with the reason, the
+    minimum architecture and the packages it needs."""
+
     method: str
     status: SupportLevel
     reason: str

@@ -418,7 +418,12 @@ class Registry:
                 fix=f"reinstall or update {specs[0].dist}, or run `hwbackends plugins --check`",
             ) from None
 
-    def select(self, env: Mapping[str, str], host: Host, settings: Settings) -> SelectionReport:
+    def select(
+        self, env: Mapping[str, str], host: Host, settings: Settings | None = None
+    ) -> SelectionReport:
+        """Probe, choose and explain. ``settings`` default to the ``HWBACKENDS_*`` in ``env``."""
+        if settings is None:
+            settings = Settings.from_env(env)
         timings: dict[str, float] = {"discovery": self.discovery_ms}
         warnings: list[str] = []
         by_name: dict[str, list[EntryPointSpec]] = {}

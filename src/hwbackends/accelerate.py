@@ -56,6 +56,8 @@ def _available_reporters() -> list[str]:
 
 @dataclass(frozen=True)
 class TrainingPlan:
+    """``TrainingArguments`` keyword arguments with the reason for each."""
+
     kwargs: dict[str, Any]
     backend: str
     reasons: Mapping[str, str]

@@ -1,6 +1,8 @@
-"""The ``hwbackends`` command: ``env``, ``plugins``, ``devices``, ``explain``, ``pin``.
+"""The ``hwbackends`` command: ``env``, ``plugins``, ``devices``, ``explain``, ``pin``,
+``launch-plan`` and ``smoke``.
 
-Exit codes: 0 the answer was given; 1 ``plugins --check`` found a broken plugin; 2 bad input
+Exit codes: 0 the answer was given; 1 the answer is "no": ``plugins --check`` found a broken
+plugin, ``launch-plan`` found a problem, ``--confirm`` saw the runtime disagree; 2 bad input
 (one line on stderr naming the problem and the fix); 3 an internal error. Tracebacks appear
 only with ``HWBACKENDS_DEBUG=1``.
 """
@@ -244,14 +246,31 @@ def render_capabilities(report: SelectionReport, st: _Style) -> list[str]:
     backend = get_from_report(report)
     dev = report.devices[0] if report.devices else None
     caps = backend.capabilities(dev, host=report.host)
-    attn = ", ".join(a.name for a in caps.attention)
-    return [
+    attn = ", ".join(dict.fromkeys(a.name for a in caps.attention))
+    lines = [
         st.bold("Capabilities") + f"  ({caps.arch or caps.device_type})",
         f"  precision   {caps.training_precision} for training · dtypes {', '.join(caps.dtypes)}",
         f"  attention   {attn}",
         f"  collective  {caps.distributed_backend}",
         f"  hub kernels {caps.kernel_device or 'no device key'}",
     ]
+    by_status: dict[str, list[str]] = {}
+    for q in caps.quantization:
+        by_status.setdefault(q.status, []).append(q.method)
+    for status in ("supported", "partial", "unsupported"):
+        if by_status.get(status):
+            lines.append(f"  quant {status:<11} {', '.join(by_status[status])}")
+    for q in caps.quantization:
+        if q.status == "partial":
+            lines.append(st.dim(f"      {q.method}: {q.reason}"))
+    for lim in caps.limitations:
+        drop = (
+            f" (drop {', '.join(lim.report_to_exclude)} from report_to)"
+            if lim.report_to_exclude
+            else ""
+        )
+        lines.append(f"  limitation  {lim.text}{drop}")
+    return lines
 
 
 def render_env(

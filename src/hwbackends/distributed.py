@@ -70,6 +70,8 @@ def init_process_group(
 
 @dataclass(frozen=True)
 class RankPlan:
+    """One process of a launch: its ranks, device and environment."""
+
     local_rank: int
     rank: int
     torch_device: str
@@ -88,6 +90,8 @@ class RankPlan:
 
 @dataclass(frozen=True)
 class LaunchPlan:
+    """A node's launch: the node-wide visibility, each rank, the commands and any problems."""
+
     backend: str
     collective: str
     nproc_per_node: int

@@ -239,10 +239,51 @@ def _torch_dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
+def _spread_caps(t: Target) -> list[Capabilities]:
+    """Capabilities of each distinct architecture among the devices device_map="auto" uses."""
+    seen: dict[str | None, Capabilities] = {t.caps.arch: t.caps}
+    igpus = _integrated(t)
+    for d in t.devices:
+        if d.arch not in seen and d.pci_bus_id not in igpus:
+            seen[d.arch] = t.backend.capabilities(d, host=t.host)
+    return list(seen.values())
+
+
+def _loads_everywhere(
+    impl: str, spread: list[Capabilities], host: Host, kstat: KernelsStatus
+) -> bool:
+    for c in spread:
+        try:
+            resolve_attention(c, host, impl, kstat)
+        except UnsupportedSettingError:
+            return False
+    return True
+
+
+def _integrated(t: Target) -> set[str]:
+    """PCI bus ids of the visible devices that are integrated GPUs (host file or plugin)."""
+    buses = {d.pci_bus_id for d in t.devices if d.pci_bus_id}
+    return {
+        hd.pci_bus_id
+        for hd in t.host.devices
+        if hd.pci_bus_id in buses and hd.extra.get("integrated")
+    }
+
+
 def _device_map(t: Target) -> tuple[str, str]:
     dev = t.device
     if t.name == "cpu" or dev is None:
         return "cpu", "no accelerator: weights stay on the CPU"
+    igpus = _integrated(t)
+    discrete = [d for d in t.devices if d.pci_bus_id not in igpus]
+    if igpus and discrete and "LOCAL_RANK" not in t.env:
+        shown = ", ".join(d.torch_device for d in t.devices if d.pci_bus_id in igpus)
+        keep = ",".join(str(d.physical_index) for d in discrete)
+        target = discrete[0].torch_device if len(discrete) == 1 else "auto"
+        return target, (
+            f"{shown} is an integrated GPU sharing system memory: the model stays on the "
+            f"discrete GPU(s); hide the iGPU with `hwbackends pin {keep}`"
+        )
     if "LOCAL_RANK" in t.env:
         return dev.torch_device, (
             f"one process per device under a launcher (LOCAL_RANK={t.env['LOCAL_RANK']}): "
@@ -260,6 +301,8 @@ def _device_map(t: Target) -> tuple[str, str]:
 
 @dataclass(frozen=True)
 class PretrainedPlan:
+    """``from_pretrained`` keyword arguments with the reason for each and any warnings."""
+
     kwargs: dict[str, Any]
     backend: str
     device: Device | None
@@ -326,11 +369,29 @@ def plan_for_target(
     kwargs: dict[str, Any] = {}
 
     kwargs["device_map"], reasons["device_map"] = _device_map(t)
+    # With device_map="auto" the model spans every visible device: each setting must work on
+    # all of them (a 3090 next to an H100 gets neither FA3 nor a dtype only one runs).
+    spread = _spread_caps(t) if kwargs["device_map"] == "auto" else [caps]
+    if (
+        kwargs["device_map"] != "auto"
+        and t.device is not None
+        and kwargs["device_map"] not in ("cpu", t.device.torch_device)
+    ):  # the explicit device is not the primary one (an iGPU came first)
+        chosen = next(d for d in t.devices if d.torch_device == kwargs["device_map"])
+        caps = t.backend.capabilities(chosen, host=t.host)
+        spread = [caps]
 
     if dtype == "auto":
         name = caps.load_dtype
         src = caps.sources.get("inference_dtype") or caps.sources.get("training_precision")
         reasons["dtype"] = f"{name}: {src or 'capability table'}"
+        if any(c.load_dtype != name for c in spread):
+            name = next(
+                d for d in ("bfloat16", "float16", "float32")
+                if all(d == c.load_dtype or (d != "bfloat16" and d in c.dtypes) for c in spread)
+            )  # fmt: skip
+            archs = ", ".join(sorted({c.arch or c.device_type for c in spread}))
+            reasons["dtype"] = f"{name}: the one dtype every visible device runs well ({archs})"
     else:
         raw = str(dtype).removeprefix("torch.")
         name = _DTYPE_ALIASES.get(raw, "")
@@ -350,6 +411,21 @@ def plan_for_target(
 
     kstat = kernels_status(t)
     impl, reasons["attn_implementation"] = resolve_attention(caps, t.host, attention, kstat)
+    if len(spread) > 1 and not _loads_everywhere(impl, spread, t.host, kstat):
+        if attention != "auto":
+            resolve_attention(
+                next(c for c in spread if not _loads_everywhere(impl, [c], t.host, kstat)),
+                t.host,
+                attention,
+                kstat,
+            )  # raises, naming the device
+        impl = next(
+            o.name for o in caps.attention if _loads_everywhere(o.name, spread, t.host, kstat)
+        )
+        reasons["attn_implementation"] = (
+            f"{impl}: the best implementation that loads on every visible device "
+            f"({', '.join(sorted({c.arch or c.device_type for c in spread}))})"
+        )
     kwargs["attn_implementation"] = impl
 
     if kernels is True or kernels == "auto":

@@ -1,0 +1,169 @@
+"""Every backend on its simulated hosts: the exact settings, asserted case by case."""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from hwbackends import Host, QuantizationError
+from hwbackends._registry import Registry, Settings
+from hwbackends.accelerate import training_kwargs
+from hwbackends.distributed import backend_name
+from hwbackends.transformers import plan_pretrained
+
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+AUTO, BF16, FP16, FP32 = "auto", "bfloat16", "float16", "float32"
+
+# host file -> (backend, device_map, dtype, attn_implementation, use_kernels,
+#               TrainingArguments kwargs, collective). use_kernels needs a kernels device key
+# and a transformers/kernels pair on the host: hosts that list no transformers get none.
+CASES: dict[str, tuple[str, str, str, str, bool, dict[str, Any], str]] = {
+    "cuda/h100-sxm-8": ("cuda", AUTO, BF16, "flash_attention_2", True, {"bf16": True}, "nccl"),
+    "cuda/a100-mig": ("cuda", AUTO, BF16, "flash_attention_2", True, {"bf16": True}, "nccl"),
+    "cuda/v100-4": ("cuda", AUTO, FP16, "sdpa", True, {"fp16": True}, "nccl"),
+    "cuda/mixed-4-unknown-order": (
+        "cuda", AUTO, BF16, "flash_attention_2", True, {"bf16": True}, "nccl",
+    ),
+    "cuda/hybrid-laptop-cuda-torch": (
+        "cuda", "cuda:0", BF16, "flash_attention_2", True, {"bf16": True}, "nccl",
+    ),
+    "rocm/mi300x-8": ("rocm", AUTO, BF16, "flash_attention_2", True, {"bf16": True}, "nccl"),
+    "rocm/mi210-2": ("rocm", AUTO, BF16, "flash_attention_2", True, {"bf16": True}, "nccl"),
+    "rocm/strix-halo": ("rocm", "cuda:0", BF16, "sdpa", True, {"bf16": True}, "nccl"),
+    "rocm/radeon-with-igpu": ("rocm", "cuda:0", BF16, "sdpa", True, {"bf16": True}, "nccl"),
+    "rocm/hybrid-laptop-rocm-torch": ("rocm", "cuda:0", BF16, "sdpa", True, {"bf16": True}, "nccl"),
+    "xpu/max1550_x4": ("xpu", AUTO, BF16, "sdpa", False, {"bf16": True}, "xccl"),
+    "xpu/desktop_igpu_b580": ("xpu", "xpu:0", BF16, "sdpa", False, {"bf16": True}, "xccl"),
+    "xpu/laptop_igpu_xpu_torch": ("xpu", "xpu:0", FP32, "sdpa", False, {}, "xccl"),
+    "mps/m2_max_sonoma": ("mps", "mps:0", BF16, "sdpa", False, {"bf16": True}, "gloo"),
+    "mps/m1_ventura": ("mps", "mps:0", FP32, "sdpa", False, {}, "gloo"),
+    "neuron/trn2_48xlarge": ("neuron", "neuron:0", BF16, "sdpa", False, {"bf16": True}, "neuron"),
+    "neuron/trn1_32xlarge": ("neuron", "xla:0", BF16, "sdpa", False, {"bf16": True}, "xla"),
+    "tpu/v6e8_torch_tpu": ("tpu", "tpu:0", BF16, "sdpa", False, {"bf16": True}, "tpu_dist"),
+    "tpu/v5litepod8_xla": ("tpu", "xla:0", BF16, "sdpa", False, {"bf16": True}, "xla"),
+    "hpu/hls_gaudi2_8": ("hpu", AUTO, BF16, "sdpa", False, {"bf16": True}, "hccl"),
+    "hpu/gaudi1_dl1": ("hpu", AUTO, BF16, "sdpa", False, {"bf16": True}, "hccl"),
+    "npu/atlas800t_a2_910b_x8": (
+        "npu", AUTO, BF16, "flash_attention_2", False, {"bf16": True}, "hccl",
+    ),
+    "npu/atlas800_910_x8": ("npu", AUTO, FP16, "sdpa", False, {"fp16": True}, "hccl"),
+    "mlu/mlu370_x4": ("mlu", AUTO, FP32, "sdpa", False, {}, "cncl"),
+    "musa/s4000_x4": ("musa", AUTO, FP32, "sdpa", False, {}, "mccl"),
+}  # fmt: skip
+
+
+def host_of(case: str) -> Host:
+    plugin, name = case.split("/")
+    return Host.from_file(PLUGINS / f"hwbackends-{plugin}" / "tests" / "hosts" / f"{name}.json")
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_settings_for_simulated_host(case: str) -> None:
+    backend, device_map, dtype, attn, kernels, targs, collective = CASES[case]
+    h = host_of(case)
+    env = dict(h.env or {})
+    report = Registry().select(env, h, Settings.from_env(env))
+    assert report.chosen == backend, report.status(backend).reason
+    plan = plan_pretrained(host=h, env=env)
+    assert plan.backend == backend
+    kw = {k: str(v).removeprefix("torch.") for k, v in plan.kwargs.items()}
+    expected = {"device_map": device_map, "dtype": dtype, "attn_implementation": attn}
+    if kernels:
+        expected["use_kernels"] = "True"
+    assert kw == expected
+    assert plan.kernels.available is kernels
+    assert training_kwargs(host=h, env=env) == targs
+    assert backend_name(host=h, env=env) == collective
+    launched = training_kwargs(host=h, env={**env, "LOCAL_RANK": "0", "WORLD_SIZE": "2"})
+    # TrainingArguments accepts only its argparse choices; others are left to Accelerate
+    if collective in ("nccl", "gloo", "xccl", "hccl", "cncl", "mccl"):
+        assert launched["ddp_backend"] == collective
+    else:
+        assert "ddp_backend" not in launched
+
+
+def test_hub_fallback_matches_the_installed_transformers_table() -> None:
+    """flash-attn is not installed on the H100 host: the fallback is Transformers' own."""
+    pytest.importorskip("transformers")
+    from transformers.modeling_flash_attention_utils import FLASH_ATTN_KERNEL_FALLBACK
+
+    h = host_of("cuda/mixed-4-unknown-order")
+    plan = plan_pretrained(host=h, env={})
+    repo = FLASH_ATTN_KERNEL_FALLBACK["flash_attention_2"]  # CUDA branch on this CPU torch
+    assert f"through hub kernel {repo}" in plan.reasons["attn_implementation"]
+    # offline, the hub fallback is not offered: sdpa loads instead, and says why
+    offline = plan_pretrained(host=h, env={"HF_HUB_OFFLINE": "1"})
+    assert offline.kwargs["attn_implementation"] == "sdpa"
+    assert "use_kernels" not in offline.kwargs
+    assert offline.kernels.reason == "hub kernels cannot be fetched: HF_HUB_OFFLINE is set"
+
+
+def test_explicit_attention_that_cannot_load_names_what_would() -> None:
+    from hwbackends import UnsupportedSettingError
+
+    with pytest.raises(
+        UnsupportedSettingError,
+        match=r"attn_implementation='flash_attention_3' cannot load on gfx1151 \(rocm\)",
+    ):
+        plan_pretrained(host=host_of("rocm/strix-halo"), env={}, attention="flash_attention_3")
+
+
+def test_mixed_generations_choose_what_every_device_runs() -> None:
+    h = Host.from_dict(
+        {
+            "torch": {"version": "2.8.0+cu128", "cuda": "12.8"},
+            "packages": {"flash-attn": "2.8.3", "transformers": "5.22.2", "kernels": "0.17.2"},
+            "drivers": {"nvidia": "570.124.04"},
+            "device_nodes": ["/dev/nvidia0", "/dev/nvidia1"],
+            "devices": [
+                {"vendor": "nvidia", "pci_bus_id": "0000:17:00.0", "name": "NVIDIA A100-SXM4-80GB"},
+                {"vendor": "nvidia", "pci_bus_id": "0000:65:00.0", "name": "Tesla V100-SXM2-32GB"},
+            ],
+        }
+    )
+    plan = plan_pretrained(host=h, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    assert plan.kwargs["device_map"] == "auto"
+    assert str(plan.kwargs["dtype"]) == "torch.float16"  # the V100 has no bf16
+    assert plan.kwargs["attn_implementation"] == "sdpa"  # flash-attn 2 needs sm_80 on both
+    assert "every visible device" in plan.reasons["attn_implementation"]
+
+
+def verdicts(case: str) -> list[tuple[str, str]]:
+    h = host_of(case)
+    plan = plan_pretrained(host=h, env={})
+    assert plan.device is not None
+    caps = __import__("hwbackends").get(plan.backend).capabilities(plan.device, host=h)
+    return [(q.method, q.status) for q in caps.quantization]
+
+
+@pytest.mark.parametrize("case", ["cuda/h100-sxm-8", "cuda/v100-4", "rocm/mi300x-8",
+                                  "xpu/max1550_x4", "mps/m2_max_sonoma", "hpu/hls_gaudi2_8",
+                                  "npu/atlas800t_a2_910b_x8"])  # fmt: skip
+def test_quantization_preflight_follows_the_tables(case: str) -> None:
+    h = host_of(case)
+    for method, status in verdicts(case):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                plan = plan_pretrained(host=h, env={}, quantization=method)
+            except QuantizationError as exc:
+                assert status == "unsupported" or "which is not installed" in str(exc), method
+                continue
+        assert status != "unsupported", f"{case}: {method} should have been refused"
+        assert plan.quantization is not None and plan.quantization.status == status
+        assert bool(caught) == (status in ("partial", "unknown")), (case, method, status)
+
+
+def test_quantization_pinned_verdicts() -> None:
+    rocm = dict(verdicts("rocm/mi300x-8"))
+    assert (rocm["awq"], rocm["compressed_tensors"], rocm["quark"]) == ("supported",) * 3
+    assert rocm["bitsandbytes"] == "partial"
+    assert rocm["eetq"] == "unsupported"
+    refused = r"quantization 'eetq' will fail on gfx942 \(rocm\)"
+    with pytest.raises(QuantizationError, match=refused):
+        plan_pretrained(host=host_of("rocm/mi300x-8"), env={}, quantization="eetq")
+    cuda_v100 = dict(verdicts("cuda/v100-4"))
+    assert cuda_v100["fbgemm_fp8"] == "unsupported"  # needs sm_90

@@ -518,13 +518,16 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 def cmd_launch_plan(args: argparse.Namespace) -> int:
     from .distributed import launch_plan
 
+    script = list(args.script)
+    if script[:1] == ["--"]:  # an explicit separator is allowed, not needed
+        script = script[1:]
     env, host = _inputs(args)
     plan = launch_plan(
         args.nproc_per_node,
         nnodes=args.nnodes,
         node_rank=args.node_rank,
         rdzv_endpoint=args.rdzv_endpoint,
-        script=args.script or ["train.py"],
+        script=script or ["train.py"],
         tp_size=args.tp_size,
         fsdp_size=args.fsdp_size,
         backend=args.backend,
@@ -634,7 +637,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--rdzv-endpoint", metavar="HOST:PORT", default=None)
     sp.add_argument("--tp-size", type=int, default=None, help="DistributedConfig tp_size to check")
     sp.add_argument("--fsdp-size", type=int, default=None, help="DistributedConfig fsdp_size")
-    sp.add_argument("script", nargs="*", help="the training command (default: train.py)")
+    sp.add_argument(
+        "script",
+        nargs=argparse.REMAINDER,
+        help="the training command and its arguments, last (default: train.py)",
+    )
     sp.set_defaults(func=cmd_launch_plan)
     sp = sub.add_parser(
         "smoke",

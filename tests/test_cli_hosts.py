@@ -43,6 +43,7 @@ def test_pin_round_trips_through_devices(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_pin_rocm_names_what_to_unset(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "pin", "1", "--host", MI300, "--json")
+    assert code == 0
     d = json.loads(out)
     assert d["set"] == {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": "0"}
     assert d["unset"] == ["CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL"]

@@ -82,3 +82,14 @@ def test_colour_only_on_a_terminal_and_not_with_no_color(monkeypatch: pytest.Mon
     assert _Style(io.StringIO()).green("x") == "x"
     monkeypatch.setenv("NO_COLOR", "1")
     assert _Style(Tty()).green("x") == "x"
+
+
+def test_a_value_the_runtime_rejects_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    trn1 = str(PLUGINS / "hwbackends-neuron" / "tests" / "hosts" / "trn1_32xlarge.json")
+    code, out, err = run(capsys, "devices", "--host", trn1, "--env", "NEURON_RT_VISIBLE_CORES=3-1")
+    assert (code, out) == (2, "")
+    assert err.startswith(
+        "hwbackends: error: NEURON_RT_VISIBLE_CORES='3-1' has the entry '3-1', which the Neuron "
+        "runtime cannot honour."
+    )
+    assert "Fix: use a core index, an inclusive range such as 0-3" in err

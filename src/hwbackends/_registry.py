@@ -16,7 +16,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 from ._discovery import EntryPointSpec, discover
-from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError
+from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
 from ._host import Host
 from ._protocol import API_VERSION, Backend, Device, Probe
 
@@ -198,11 +198,17 @@ def _env_snapshot() -> dict[Any, Any]:
     return dict(raw) if isinstance(raw, dict) else dict(os.environ)
 
 
-def _guard(what: str, fn: Callable[[], _T]) -> _T:
-    """Run plugin code; any exception or change to os.environ becomes ``_Broken``."""
+def _guard(what: str, fn: Callable[[], _T], passthrough: tuple[type[Exception], ...] = ()) -> _T:
+    """Run plugin code; any exception or change to os.environ becomes ``_Broken``.
+
+    ``passthrough`` exceptions are the user's input errors, not the plugin's: they propagate.
+    """
     before = _env_snapshot()
     try:
         result = fn()
+    except passthrough:
+        _restore_env(before)
+        raise
     except (Exception, SystemExit) as exc:
         import traceback
 
@@ -502,7 +508,13 @@ class Registry:
         for backend, _probe_result, c in ready:
             t0 = time.perf_counter()
             try:
-                devices = _guard(f"{backend.name}.devices()", partial(backend.devices, host, env))
+                # A visibility value the runtime would reject is the user's error: say so
+                # rather than blame the plugin and fall back to another backend.
+                devices = _guard(
+                    f"{backend.name}.devices()",
+                    partial(backend.devices, host, env),
+                    passthrough=(VisibilityError,),
+                )
                 if not isinstance(devices, list) or not all(isinstance(d, Device) for d in devices):
                     raise _Broken(f"{backend.name}.devices() must return a list of Device")
             except _Broken as exc:

@@ -18,10 +18,12 @@ PROBE = (
 )
 
 
-def run(tmp: Path, site: Path, **extra: str) -> dict[str, object]:
+def run(tmp: Path, site: Path, cwd: Path | None = None, **extra: str) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
     env.update({"XDG_CACHE_HOME": str(tmp / "cache"), "PYTHONPATH": str(site), **extra})
-    out = subprocess.run([sys.executable, "-c", PROBE], capture_output=True, text=True, env=env)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, cwd=cwd
+    )
     assert out.returncode == 0, out.stderr
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -65,3 +67,18 @@ def test_unwritable_cache_location_still_answers(tmp_path: Path) -> None:
     first, second = run(tmp_path, site), run(tmp_path, site)
     assert (first["last"], second["last"]) == ("miss", "miss")  # never stored, never fatal
     assert first["name"] == second["name"]
+
+
+def test_working_directory_and_alternating_environments_keep_hitting(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (site, a, b):
+        d.mkdir()
+    assert run(tmp_path, site, cwd=a)["last"] == "miss"
+    (a / "notes.txt").write_text("a new file in the working directory")
+    assert run(tmp_path, site, cwd=b)["last"] == "hit"
+    assert run(tmp_path, site, cwd=a)["last"] == "hit"
+    # two environments in turn: each keeps its own answer
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "hit"

@@ -114,7 +114,10 @@ def discover_with_importlib(
     found: list[EntryPointSpec] = []
     seen: set[str] = set()
     for dist in dists:
-        name = normalize_dist_name(dist.metadata["Name"] or "")
+        # _normalized_name comes from the folder name (what entry_points() dedups on);
+        # reading METADATA for every distribution is 4x slower.
+        fast_name = getattr(dist, "_normalized_name", None)
+        name = normalize_dist_name(fast_name or dist.metadata["Name"] or "")
         if name in seen:
             continue
         seen.add(name)

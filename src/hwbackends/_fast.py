@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
     from ._protocol import Backend
 
-_FORMAT = 1
+_FORMAT = 2
+_KEEP = 16  # answers kept per interpreter
 _ENV_EXACT = frozenset(
     {"CUDA_DEVICE_ORDER", "ONEAPI_DEVICE_SELECTOR", "PYTORCH_ENABLE_MPS_FALLBACK"}
 )
@@ -58,8 +59,6 @@ def _mtime(path: str) -> int:
 
 def fingerprint(root: str = "/") -> tuple[object, ...]:
     """Everything the default selection depends on, cheaply."""
-    from ._version import API_VERSION, __version__
-
     env = os.environ
     relevant = tuple(
         sorted(
@@ -68,7 +67,22 @@ def fingerprint(root: str = "/") -> tuple[object, ...]:
             if k in _ENV_EXACT or k.startswith(_ENV_PREFIXES) or "VISIBLE" in k
         )
     )
-    paths = tuple((p, _mtime(p or ".")) for p in sys.path)
+    return (_machine_part(root), relevant, _paths_part())
+
+
+def _paths_part() -> tuple[object, ...]:
+    # sys.path[0] is the script's folder ('' for -c): it changes with the program and the
+    # working directory, and holds a distribution only in odd layouts, so it counts only then.
+    entries = list(sys.path)
+    if entries and not any(n.endswith((".dist-info", ".egg-info")) for n in
+                           _listing(entries[0] or ".")):  # fmt: skip
+        entries = entries[1:]
+    return tuple((p, _mtime(p or ".")) for p in entries)
+
+
+def _machine_part(root: str) -> tuple[object, ...]:
+    from ._version import API_VERSION, __version__
+
     j = os.path.join
     modules = tuple(m for m in _listing(j(root, "sys/module")) if not m.startswith("_"))
     return (
@@ -77,8 +91,6 @@ def fingerprint(root: str = "/") -> tuple[object, ...]:
         API_VERSION,
         sys.executable,
         sys.version,
-        paths,
-        relevant,
         _listing(j(root, "sys/bus/pci/devices")),
         _listing(j(root, "dev")),
         _listing(j(root, "dev/dri")),
@@ -91,10 +103,10 @@ def fingerprint(root: str = "/") -> tuple[object, ...]:
 
 
 def cache_file() -> str:
-    import zlib
-
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    tag = zlib.crc32(f"{sys.executable}\0{sys.prefix}".encode()) & 0xFFFFFFFF
+    tag = 2166136261  # FNV-1a of the interpreter: one file per environment, no zlib import
+    for ch in f"{sys.executable}\0{sys.prefix}".encode():
+        tag = ((tag ^ ch) * 16777619) & 0xFFFFFFFF
     return os.path.join(base, "hwbackends", f"selection-{tag:08x}.marshal")
 
 
@@ -107,10 +119,10 @@ def enabled() -> bool:
 
 
 def _instantiate(value: str) -> Backend:
-    import importlib
-
     module, _, attr = value.partition(":")
-    obj: object = importlib.import_module(module.strip())
+    name = module.strip()
+    __import__(name)  # cheaper than importing importlib for one import
+    obj: object = sys.modules[name]
     for part in attr.partition("[")[0].strip().split("."):
         obj = getattr(obj, part)
     inst = INSTANCES.get(value)
@@ -152,12 +164,14 @@ def _select() -> Backend | None:
             stored = marshal.load(f)
     except (OSError, EOFError, ValueError, TypeError):
         stored = None
-    if isinstance(stored, tuple) and len(stored) == 3 and stored[0] == fp:
+    answers = stored if isinstance(stored, dict) else {}
+    found = answers.get(fp)
+    if isinstance(found, tuple) and len(found) == 2:
         try:
-            backend = _instantiate(stored[2])
+            backend = _instantiate(found[1])
         except Exception:
             backend = None  # a plugin that fails now: the full selection will say why
-        if backend is not None and getattr(backend, "name", None) == stored[1]:
+        if backend is not None and getattr(backend, "name", None) == found[0]:
             LAST = "hit"
             _chosen = backend
             return backend
@@ -168,12 +182,16 @@ def _select() -> Backend | None:
     value = _registry.entry_point_value(chosen.name)
     if value is not None:
         INSTANCES.setdefault(value, chosen)
-        _store(path, (fp, chosen.name, value))
+        # Several answers per interpreter (programs whose paths or variables differ), the
+        # most recent last; the oldest go first.
+        answers.pop(fp, None)
+        answers[fp] = (chosen.name, value)
+        _store(path, dict(list(answers.items())[-_KEEP:]))
     _chosen = chosen
     return chosen
 
 
-def _store(path: str, record: tuple[Any, ...]) -> None:
+def _store(path: str, record: dict[Any, Any]) -> None:
     """Write atomically; a read-only or missing home is not an error."""
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)

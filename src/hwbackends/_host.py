@@ -73,17 +73,10 @@ _DRIVER_MODULES = (
 
 def normalize_dist_name(name: str) -> str:
     """PEP 503 normalisation without ``re`` (it is not imported at start-up)."""
-    out = []
-    prev_sep = False
-    for ch in name.lower():
-        if ch in "-_.":
-            if not prev_sep:
-                out.append("-")
-            prev_sep = True
-        else:
-            out.append(ch)
-            prev_sep = False
-    return "".join(out)
+    out = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in out:  # runs of separators are rare: loop only then
+        out = out.replace("--", "-")
+    return out
 
 
 @dataclass(frozen=True)
@@ -178,7 +171,14 @@ class Host:
 
     def devices_of(self, vendor: str) -> tuple[HostDevice, ...]:
         """Devices of one vendor, in that vendor's physical order."""
-        return tuple(d for d in self.devices if d.vendor == vendor)
+        index: dict[str, tuple[HostDevice, ...]] | None = self.__dict__.get("_by_vendor")
+        if index is None:  # built once per host: device resolution asks several times
+            grouped: dict[str, list[HostDevice]] = {}
+            for d in self.devices:
+                grouped.setdefault(d.vendor, []).append(d)
+            index = {v: tuple(ds) for v, ds in grouped.items()}
+            object.__setattr__(self, "_by_vendor", index)  # a cache, not a field
+        return index.get(vendor, ())
 
     def package(self, name: str) -> str | None:
         """Installed version of a distribution, or None."""
@@ -462,12 +462,32 @@ def _listdir(path: str) -> list[str]:
         return []
 
 
+_DIST_CACHE: dict[tuple[tuple[str, int], ...], list[tuple[str, str, str]]] = {}
+
+
 def iter_dist_infos(path: Iterable[str]) -> Iterator[tuple[str, str, str]]:
     """Yield ``(normalised name, version, dist-info dir)`` in ``sys.path`` order.
 
     Shared by the package reader and entry-point discovery; like importlib.metadata, a
-    distribution name seen earlier on the path shadows later ones.
+    distribution name seen earlier on the path shadows later ones. One listing serves both
+    within a process until a directory on the path changes (its mtime is in the key).
     """
+    entries = list(path)
+    key = tuple((e, _mtime_ns(e or ".")) for e in entries)
+    found = _DIST_CACHE.get(key)
+    if found is None:
+        found = _DIST_CACHE[key] = list(_scan_dist_infos(entries))
+    return iter(found)
+
+
+def _mtime_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def _scan_dist_infos(path: Iterable[str]) -> Iterator[tuple[str, str, str]]:
     seen: set[str] = set()
     for entry in path:
         base = entry or "."

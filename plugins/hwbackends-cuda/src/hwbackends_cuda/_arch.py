@@ -162,10 +162,19 @@ def _token_match(pattern: str, token: str) -> bool:
     )
 
 
+_BY_NAME: dict[str, ModelName | None] = {}
+
+
 def arch_for_name(name: str | None) -> ModelName | None:
     """The table row whose tokens appear, in order and adjacent, in a product name."""
     if not name:
         return None
+    if name not in _BY_NAME:  # a box has few distinct names and many GPUs: match each once
+        _BY_NAME[name] = _match(name)
+    return _BY_NAME[name]
+
+
+def _match(name: str) -> ModelName | None:
     toks = _tokens(name)
     for row in MODELS:
         n = len(row.tokens)

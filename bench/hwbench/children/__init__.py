@@ -1,0 +1,1 @@
+"""Scripts run as fresh child processes (stdlib and hwbackends only)."""

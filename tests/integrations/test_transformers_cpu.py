@@ -167,3 +167,28 @@ def test_launch_plan_checks_parallel_sizes() -> None:
     assert "--num_machines 2 --machine_rank 1 --main_process_ip n0" in multi.accelerate
     with pytest.raises(hwbackends.HwBackendsError, match="needs a rendezvous endpoint"):
         launch_plan(2, nnodes=2, env=CPU_ONLY)
+
+
+def test_smoke_command_on_this_cpu() -> None:
+    env = {**os.environ, "HWBACKENDS_PLUGINS": ""}
+    out = subprocess.run(
+        [sys.executable, "-m", "hwbackends", "smoke", "--json"],
+        capture_output=True, text=True, env=env, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    d = json.loads(out.stdout)
+    assert (d["command"], d["ok"], d["backend"], d["device"]) == ("smoke", True, "cpu", "cpu")
+    assert set(d["timings_s"]) == {"plan", "import", "build", "load", "generate", "train"}
+    assert len(d["tokens"]) == 5 and d["loss"] > 0
+    assert d["settings"]["attn_implementation"] == "sdpa"
+
+
+def test_smoke_failure_is_one_line_exit_2() -> None:
+    env = {**os.environ, "HWBACKENDS_PLUGINS": ""}
+    out = subprocess.run(
+        [sys.executable, "-m", "hwbackends", "smoke", "--backend", "cuda"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert out.stderr.startswith("hwbackends: error: the cuda backend is not available here: ")
+    assert out.stderr.count("\n") == 1

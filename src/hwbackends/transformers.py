@@ -21,7 +21,6 @@ if TYPE_CHECKING:
 __all__ = [
     "KernelsStatus",
     "PretrainedPlan",
-    "kernel_mapping",
     "kernels_status",
     "plan_pretrained",
     "pretrained_kwargs",
@@ -60,85 +59,32 @@ class KernelsStatus:
         }
 
 
-def _kernels_bounds(transformers_version: str, host: Host) -> tuple[str, str] | None:
-    """The kernels range the host's transformers accepts, read from the installed copy.
-
-    ``transformers/utils/import_utils.py`` is read as text (importing transformers costs a
-    second). Only the installed copy can be read; for a simulated host with another version
-    the range is unknown (``None``) rather than guessed.
-    """
-    import os
-    import sys
-
-    for entry in sys.path:
-        base = os.path.join(entry or ".", "transformers")
-        try:
-            with open(os.path.join(base, "__init__.py"), encoding="utf-8") as f:
-                init = f.read()
-            with open(os.path.join(base, "utils", "import_utils.py"), encoding="utf-8") as f:
-                text = f.read()
-        except OSError:
-            continue
-        if f'__version__ = "{transformers_version}"' not in init:
-            return None
-        found: dict[str, str] = {}
-        for line in text.splitlines():
-            name, sep, value = line.partition("=")
-            name = name.strip()
-            if sep and name in ("KERNELS_MIN_VERSION", "KERNELS_MAX_VERSION"):
-                found[name] = value.strip().strip("\"'")
-        if len(found) == 2:
-            return found["KERNELS_MIN_VERSION"], found["KERNELS_MAX_VERSION"]
-        return None
-    return None
-
-
 def kernels_status(target: Target) -> KernelsStatus:
-    """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?"""
+    """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?
+
+    The accepted ``kernels`` range comes from the host's Transformers, read (not imported)
+    by ``hwbackends._facts``, which the GPU plugins' capability tables use too.
+    """
+    from ._facts import kernels_state, transformers_tables
+
     key = target.caps.kernel_device
     tv = target.host.package("transformers")
     kv = target.host.package("kernels")
     if key is None:
         return KernelsStatus(False, f"kernels has no device key for {target.name}", None, tv, kv)
-    if tv is None:
-        return KernelsStatus(False, "transformers is not installed", key, tv, kv)
-    if kv is None:
-        return KernelsStatus(
-            False,
-            "kernels integration unavailable: the kernels package is not installed "
-            "(pip install 'transformers[kernels]')",
-            key,
-            tv,
-            kv,
-        )
-    bounds = _kernels_bounds(tv, target.host)
-    if bounds is None:
-        return KernelsStatus(
-            False,
-            f"kernels integration unavailable: cannot tell which kernels releases "
-            f"transformers {tv} accepts (it is not the installed copy)",
-            key,
-            tv,
-            kv,
-        )
-    from packaging.version import Version
-
-    lo, hi = bounds
-    if not Version(lo) <= Version(kv) < Version(hi):
-        return KernelsStatus(
-            False,
-            f"kernels integration unavailable: installed kernels {kv} is outside the "
-            f"range transformers {tv} requires (>={lo},<{hi})",
-            key,
-            tv,
-            kv,
-        )
+    state = kernels_state(target.host, transformers_tables(target.host))
+    if not state.usable:
+        why = state.reason
+        if kv is None and tv is not None:
+            why += " (pip install 'transformers[kernels]')"
+        prefix = "" if tv is None else "kernels integration unavailable: "
+        return KernelsStatus(False, prefix + why, key, tv, kv)
     offline = target.env.get("HF_HUB_OFFLINE") or target.env.get("TRANSFORMERS_OFFLINE") or ""
     if offline.strip().lower() in ("1", "true", "yes", "on"):
         return KernelsStatus(
             False, "hub kernels cannot be fetched: HF_HUB_OFFLINE is set", key, tv, kv
         )
-    return KernelsStatus(True, f"kernels {kv} fits transformers {tv} (>={lo},<{hi})", key, tv, kv)
+    return KernelsStatus(True, state.reason, key, tv, kv)
 
 
 def _missing(packages: tuple[str, ...], host: Host) -> list[str]:
@@ -438,7 +384,7 @@ def plan_for_target(
             )
             # No KernelConfig is passed: Transformers' default mapping already selects the
             # entries of this device key, and a config naming layers the model lacks is
-            # rejected by KernelConfig.sanitize_kernel_mapping. kernel_mapping() lists them.
+            # rejected by KernelConfig.sanitize_kernel_mapping. caps.kernel_layers lists them.
         elif kernels is True:
             raise UnsupportedSettingError(
                 f"use_kernels was requested but cannot work here: {kstat.reason}",
@@ -461,36 +407,6 @@ def plan_for_target(
     for n in notes:
         warnings.warn(n, UserWarning, stacklevel=3)
     return PretrainedPlan(kwargs, t.name, t.device, reasons, tuple(notes), kstat, support)
-
-
-def kernel_mapping(t: Target) -> dict[str, dict[str, str]]:
-    """Layer → {device key → "repo:layer"}: what ``use_kernels=True`` maps for this backend,
-    read from the installed Transformers' default table."""
-    key = t.caps.kernel_device
-    if key is None:
-        return {}
-    try:
-        from transformers.integrations import hub_kernels
-    except ImportError:
-        return {}
-    build = getattr(hub_kernels, "_build_kernel_mapping", None)
-    try:
-        table = build() if callable(build) else getattr(hub_kernels, "_KERNEL_MAPPING", {})
-    except Exception:  # the table is private; a change of shape must not break loading
-        return {}
-    out: dict[str, dict[str, str]] = {}
-    for layer, per_device in dict(table).items():
-        entry = per_device.get(key) if isinstance(per_device, Mapping) else None
-        if entry is None:
-            continue
-        repo = entry
-        if isinstance(entry, Mapping):  # mode → LayerRepository
-            repo = next(iter(entry.values()), None)
-        repo_id = getattr(repo, "repo_id", None)
-        layer_name = getattr(repo, "layer_name", None)
-        if isinstance(repo_id, str) and isinstance(layer_name, str):
-            out[layer] = {key: f"{repo_id}:{layer_name}"}
-    return out
 
 
 def pretrained_kwargs(

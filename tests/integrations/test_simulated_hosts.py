@@ -167,3 +167,24 @@ def test_quantization_pinned_verdicts() -> None:
         plan_pretrained(host=host_of("rocm/mi300x-8"), env={}, quantization="eetq")
     cuda_v100 = dict(verdicts("cuda/v100-4"))
     assert cuda_v100["fbgemm_fp8"] == "unsupported"  # needs sm_90
+
+
+def test_kernels_integration_off_for_an_incoherent_pair() -> None:
+    """transformers 5.23 wants kernels >=0.18.2,<0.19: with 0.17.2 the integration is off."""
+    h = Host.from_dict(
+        {
+            "torch": {"version": "2.8.0+cu128", "cuda": "12.8"},
+            "packages": {"transformers": "5.23.0", "kernels": "0.17.2"},
+            "drivers": {"nvidia": "570.124.04"},
+            "devices": [{"vendor": "nvidia", "pci_bus_id": "0000:01:00.0",
+                         "name": "NVIDIA H100 80GB HBM3"}],
+        }
+    )  # fmt: skip
+    plan = plan_pretrained(host=h, env={})
+    assert "use_kernels" not in plan.kwargs
+    assert plan.kernels.reason == (
+        "kernels integration unavailable: kernels 0.17.2, transformers 5.23.0 accepts "
+        ">=0.18.2,<0.19: integration switched off"
+    )
+    # the hub fallback for flash-attention needs the same integration: sdpa instead
+    assert plan.kwargs["attn_implementation"] == "sdpa"

@@ -182,17 +182,19 @@ def render_host(report: SelectionReport, st: _Style) -> list[str]:
             [
                 str(i),
                 d.vendor,
-                d.name or d.pci_device_id or "?",
+                d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
                 d.arch or "",
                 d.pci_bus_id or "",
                 _gib(d.memory_bytes),
             ]
             for i, d in enumerate(h.devices)
         ]
-        lines.append(st.bold("Accelerators found"))
+        # Every PCI function of an accelerator vendor: the backends below decide which of
+        # them are accelerators (a cloud VM's VGA function is listed here, not used there).
+        lines.append(st.bold("Devices of accelerator vendors"))
         lines += _table(rows)
     else:
-        lines.append(st.bold("Accelerators found") + "  none")
+        lines.append(st.bold("Devices of accelerator vendors") + "  none")
     return lines
 
 

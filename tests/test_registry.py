@@ -246,3 +246,21 @@ def test_report_is_json_able(site: Site) -> None:
     assert json.loads(json.dumps(d)) == d
     assert d["chosen"] == "alpha"
     assert set(d["timings_ms"]) >= {"discovery", "probe:alpha", "probe:cpu"}
+
+
+def test_hidden_devices_fall_back_to_cpu_and_say_so(site: Site) -> None:
+    code = good_plugin("alpha", 70) + "    def devices(self, host, env):\n        return []\n"
+    site.add_plugin("alpha", code)
+    r = select(site, {"ALPHA_VISIBLE_DEVICES": ""})
+    assert (r.chosen, r.rule) == ("cpu", "cpu-fallback")
+    assert "alpha could not be used" in r.reason
+    assert r.status("alpha").reason == (
+        "alpha hardware is present, but the visibility variables hide every device from this "
+        "process (ALPHA_VISIBLE_DEVICES='')"
+    )
+    with pytest.raises(
+        hwbackends.BackendUnavailableError,
+        match=r"HWBACKENDS_BACKEND=alpha but that backend is unavailable: alpha hardware is "
+        r"present, but the visibility variables hide every device",
+    ):
+        select(site, {"HWBACKENDS_BACKEND": "alpha", "ALPHA_VISIBLE_DEVICES": ""})

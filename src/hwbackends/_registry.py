@@ -506,6 +506,7 @@ class Registry:
         ready.sort(key=lambda r: (-r[0].priority, r[0].name))
         chosen: Backend | None = None
         devices: list[Device] = []
+        passed_over: list[str] = []  # ready backends that could not be used after all
         for backend, _probe_result, c in ready:
             t0 = time.perf_counter()
             try:
@@ -520,6 +521,7 @@ class Registry:
                     raise _Broken(f"{backend.name}.devices() must return a list of Device")
             except _Broken as exc:
                 statuses[backend.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                passed_over.append(backend.name)
                 continue
             finally:
                 timings[f"devices:{backend.name}"] = (time.perf_counter() - t0) * 1000
@@ -540,10 +542,19 @@ class Registry:
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
                 warnings.append(f"{why}; this process cannot use it")
+                passed_over.append(backend.name)
                 continue
             chosen = backend
             break
 
+        if chosen is None and settings.forced is not None:
+            forced = statuses[settings.forced]
+            raise BackendUnavailableError(
+                f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
+                f"{forced.reason}",
+                "a forced backend that shows this process at least one device",
+                "change the visibility variables, or unset HWBACKENDS_BACKEND",
+            )
         if chosen is None:
             raise BackendUnavailableError(
                 "no backend is available, not even cpu",
@@ -556,9 +567,11 @@ class Registry:
         if settings.forced is not None:
             rule = "forced"
             reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
-        elif chosen.name == "cpu" and hardware_unready:
+        elif chosen.name == "cpu" and (hardware_unready or passed_over):
             rule = "cpu-fallback"
             reason = "no accelerator backend is ready; using the CPU"
+            if passed_over:
+                reason += f" ({', '.join(passed_over)} could not be used: see its reason)"
         elif others:
             rule = "priority"
             reason = (

@@ -20,6 +20,9 @@ def caps_of(r: SelectionReport, i: int = 0) -> hwbackends.Capabilities:
 
 
 def test_h100_box_selects_cuda_with_hopper_facts(select: Select) -> None:
+    # The attention notes quote the installed transformers, which .ci/constraints.txt pins.
+    if hwbackends.Host.from_system().package("transformers") != "5.22.2":
+        pytest.skip("needs the pinned transformers 5.22.2 installed")
     r = select("h100-sxm-8")
     assert (r.chosen, r.device_type, r.rule) == ("cuda", "cuda", "priority")
     cuda = r.status("cuda")

@@ -93,3 +93,24 @@ def test_a_value_the_runtime_rejects_is_exit_2(capsys: pytest.CaptureFixture[str
         "runtime cannot honour."
     )
     assert "Fix: use a core index, an inclusive range such as 0-3" in err
+
+
+def test_pin_and_launch_plan_follow_the_xpu_hierarchy(capsys: pytest.CaptureFixture[str]) -> None:
+    """Under COMPOSITE a physical index is a card; under FLAT (the default) a tile."""
+    max1550 = str(PLUGINS / "hwbackends-xpu" / "tests" / "hosts" / "max1550_x4.json")
+    composite = "ZE_FLAT_DEVICE_HIERARCHY=COMPOSITE"
+    _, out, _ = run(capsys, "pin", "1,2", "--host", max1550, "--env", composite, "--json")
+    pinned = json.loads(out)["set"]
+    assert pinned["ZE_FLAT_DEVICE_HIERARCHY"] == "COMPOSITE"
+    assert pinned["ZE_AFFINITY_MASK"] == "1,2"
+    env = [f"--env={k}={v}" for k, v in pinned.items()]
+    _, out, _ = run(capsys, "devices", "--host", max1550, "--json", *env)
+    assert [(d["physical_index"], d["sub_index"]) for d in json.loads(out)["devices"]] == [
+        (1, None),
+        (2, None),
+    ]
+    _, out, _ = run(capsys, "launch-plan", "--nproc-per-node", "2", "--host", max1550, "--env",
+                    composite, "--json")  # fmt: skip
+    plan = json.loads(out)
+    assert plan["node_env"]["ZE_FLAT_DEVICE_HIERARCHY"] == "COMPOSITE"
+    assert plan["node_env"]["ZE_AFFINITY_MASK"] == "0,1"  # cards 0 and 1, not card 0's tiles

@@ -240,5 +240,9 @@ class Backend(Protocol):
     ) -> Capabilities: ...
 
     def visibility_env(
-        self, physical_indices: Sequence[int], *, host: Host | None = None
+        self,
+        physical_indices: Sequence[int],
+        *,
+        host: Host | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> dict[str, str]: ...

@@ -461,9 +461,10 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from ._registry import get_from_report
 
     indices = parse_indices(args.indices)
-    report = _report(args)
+    report, env = _report_env(args)
     backend = get_from_report(report)
-    assignment = backend.visibility_env(indices, host=report.host)
+    # the indices are the ones `hwbackends devices` shows under this environment
+    assignment = backend.visibility_env(indices, host=report.host, env=env)
     from .visibility import visibility_unset
 
     unset = [k for k in visibility_unset(backend.name) if k not in assignment]

@@ -203,10 +203,19 @@ def launch_plan(
     if used:
         # Pin exactly the devices this node's ranks use, in logical order, so the plan does
         # not depend on what the launching shell happens to have set.
+        from ._errors import VisibilityError
         from .visibility import visibility_unset
 
-        node_env = t.backend.visibility_env([d.physical_index for d in used], host=t.host)
-        unset = tuple(k for k in visibility_unset(t.name) if k not in node_env)
+        try:
+            node_env = t.backend.visibility_env(
+                [d.physical_index for d in used], host=t.host, env=t.env
+            )
+            unset = tuple(k for k in visibility_unset(t.name) if k not in node_env)
+        except VisibilityError as exc:  # e.g. tiles the runtime's variable cannot name alone
+            problems.append(
+                f"the devices cannot be pinned with {t.name}'s visibility variables ({exc}); "
+                "the ranks use LOCAL_RANK over the devices visible now"
+            )
 
     collective = t.caps.distributed_backend
     ranks = []

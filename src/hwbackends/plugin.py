@@ -263,13 +263,17 @@ class BaseBackend:
         return confirm(self, host, env, timeout=timeout)
 
     def visibility_env(
-        self, physical_indices: Sequence[int], *, host: Host | None = None
+        self,
+        physical_indices: Sequence[int],
+        *,
+        host: Host | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
         from ._host import Host
         from .visibility import visibility_env
 
         view = self.host_view(host) if host is not None else Host()
-        return visibility_env(self.name, physical_indices, view)
+        return visibility_env(self.name, physical_indices, view, env)
 
     # -- capabilities ----------------------------------------------------------------------
 

@@ -59,7 +59,9 @@ class _Rules(Protocol):
 
     def read(self, env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]: ...
 
-    def write(self, physical: Sequence[int], host: HostLike) -> dict[str, str]: ...
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]: ...
 
 
 def _rules(backend_name: str) -> _Rules:
@@ -145,16 +147,21 @@ def visibility_unset(backend_name: str) -> tuple[str, ...]:
 
 
 def visibility_env(
-    backend_name: str, physical_indices: Sequence[int], host: HostLike
+    backend_name: str,
+    physical_indices: Sequence[int],
+    host: HostLike,
+    env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Assignments that make exactly ``physical_indices`` visible, in that order.
 
     Applied to an environment from which :func:`visibility_unset` names were removed, the
     reader gives back ``physical_indices``; this is checked before returning, so a selection
     the runtime cannot express on this host raises :class:`VisibilityError` instead.
+    ``env`` is the environment the indices were read under, where a runtime numbers devices
+    differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards).
     """
     rules = _rules(backend_name)
-    out = rules.write(physical_indices, host)
+    out = rules.write(physical_indices, host, env)
     back = explain_visibility(backend_name, out, host).physical
     if back != list(physical_indices):
         raise VisibilityError(

@@ -542,7 +542,9 @@ def _torch_checks(
 # -- writer ----------------------------------------------------------------------------------
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` for exactly ``physical``.
 
     Whole GPUs are written as integers in PCI bus order, so the result does not depend on the

@@ -92,7 +92,9 @@ def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
     return units_from([(p, p, None, str(ids[p])) for p in picked])
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``HABANA_VISIBLE_MODULES`` with the module ids of the selected devices, in order.
 
     Habana documents only 2- and 4-module partial selections (``0,1`` ... ``4,5,6,7``); other

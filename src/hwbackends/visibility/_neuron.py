@@ -236,7 +236,9 @@ def render_ranges(indices: Sequence[int]) -> str:
     return ",".join(parts)
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``NEURON_RT_VISIBLE_CORES`` as ranges, counted at the host's default LNC.
 
     On Trainium2/3 ``NEURON_LOGICAL_NC_CONFIG`` is pinned to that default so that the indices

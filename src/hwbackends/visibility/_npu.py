@@ -107,7 +107,9 @@ def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
     return units_from([(k, k, None, str(k)) for k in picked])
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """``ASCEND_RT_VISIBLE_DEVICES`` with ascending logical ids; descending or empty raise."""
     n = len(devices_of(host, VENDOR))
     sel = require_indices("npu", physical, n, "Ascend devices")

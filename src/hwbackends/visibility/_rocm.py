@@ -245,7 +245,9 @@ def _torch_checks(
         )
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """ROCr does the selection and ordering; HIP is pinned to the identity over it.
 
     Sets ``ROCR_VISIBLE_DEVICES`` to the physical indices (KFD order) and

@@ -71,7 +71,9 @@ class ListRules:
                     t.entry(f"Entry {i} {show(token)} is device {k}.")
         return units_from([(k, k, None, str(k)) for k in picked])
 
-    def write(self, physical: Sequence[int], host: HostLike) -> dict[str, str]:
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         n = len(devices_of(host, self.VENDOR))
         sel = require_indices(self.backend, physical, n, f"{self.VENDOR} devices")
         if not sel:
@@ -98,7 +100,9 @@ class MpsRules:
         t.step("The host has no Apple GPU.")
         return []
 
-    def write(self, physical: Sequence[int], host: HostLike) -> dict[str, str]:
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         n = min(1, len(devices_of(host, self.VENDOR)))
         sel = require_indices("mps", physical, n, "Apple GPU (index 0)")
         if not sel and n:
@@ -119,6 +123,8 @@ class CpuRules:
         t.step("The CPU backend has no visibility variable and no accelerator unit.")
         return []
 
-    def write(self, physical: Sequence[int], host: HostLike) -> dict[str, str]:
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
         require_indices("cpu", physical, 0, "accelerator units")
         return {}

@@ -143,7 +143,9 @@ def _check_bounds(t: Trace, visible: int, n: int) -> None:
             )
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """All chips: nothing to set (remove every TPU variable, see ``UNSET``). A subset of 1, 2
     or 4 ascending chips: ``TPU_VISIBLE_CHIPS`` with the gist's bounds (``1,1,1``, ``1,2,1``,
     ``2,2,1``) and ``TPU_PROCESS_BOUNDS=1,1,1``; the chips of a 2- or 4-chip subset must be

@@ -363,16 +363,25 @@ def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
     return units_from([(r.physical, r.card.position, r.sub, r.label) for r in roots])
 
 
-def write(physical: Sequence[int], host: HostLike) -> dict[str, str]:
-    """``ZE_AFFINITY_MASK`` over flat tile indices (hierarchy pinned to FLAT, cards pinned to
-    PCI order). The mask never reorders, so the indices must be ascending. An empty selection
-    is ``ONEAPI_DEVICE_SELECTOR=!*:gpu`` (discard every GPU; it acts on SYCL programs such as
-    PyTorch, not on programs that call Level Zero directly)."""
+def write(
+    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """``ZE_AFFINITY_MASK`` over root-device indices, with cards pinned to PCI order.
+
+    The indices are read in the hierarchy ``env`` sets: whole cards under COMPOSITE, else
+    flat tiles (FLAT is pinned then). The mask never reorders, so the indices must be
+    ascending. An empty selection is ``ONEAPI_DEVICE_SELECTOR=!*:gpu`` (discard every GPU; it
+    acts on SYCL programs such as PyTorch, not on programs that call Level Zero directly)."""
     cards = _cards(host)
-    n = sum(c.tiles for c in cards)
-    sel = require_indices("xpu", physical, n, "Intel GPU tiles (FLAT hierarchy)")
+    composite = (env or {}).get("ZE_FLAT_DEVICE_HIERARCHY", "").strip().upper() == "COMPOSITE"
+    if composite:
+        n, what, hierarchy = len(cards), "Intel GPU cards (COMPOSITE hierarchy)", "COMPOSITE"
+    else:
+        n, what = sum(c.tiles for c in cards), "Intel GPU tiles (FLAT hierarchy)"
+        hierarchy = DEFAULT_HIERARCHY
+    sel = require_indices("xpu", physical, n, what)
     require_ascending("xpu", sel, "ZE_AFFINITY_MASK never reorders devices")
-    out = {"ZE_FLAT_DEVICE_HIERARCHY": DEFAULT_HIERARCHY, "ZE_ENABLE_PCI_ID_DEVICE_ORDER": "1"}
+    out = {"ZE_FLAT_DEVICE_HIERARCHY": hierarchy, "ZE_ENABLE_PCI_ID_DEVICE_ORDER": "1"}
     if not sel:
         out["ONEAPI_DEVICE_SELECTOR"] = "!*:gpu"
     else:

@@ -184,3 +184,20 @@ def test_tpu_writer() -> None:
 def test_tpu_order_does_not_matter(perm: list[int], k: int) -> None:
     chips = perm[:k]
     assert tpu(TPU_VISIBLE_CHIPS=",".join(map(str, chips))) == sorted(chips)
+
+
+def test_writer_counts_cores_at_the_lnc_they_were_read_under() -> None:
+    # logical-neuroncore-config.rst: LNC=2 (Trn2 default) groups core pairs; LNC=1 exposes
+    # every physical core, so index 100 exists only under LNC=1.
+    from pathlib import Path
+
+    from hwbackends import Host
+    from hwbackends.visibility import explain_visibility, visibility_env
+
+    hosts = Path(__file__).resolve().parents[2] / "plugins/hwbackends-neuron/tests/hosts"
+    h = Host.from_file(hosts / "trn2_48xlarge.json")
+    lnc1 = {"NEURON_LOGICAL_NC_CONFIG": "1"}
+    out = visibility_env("neuron", [3, 100], h, lnc1)
+    assert out == {"NEURON_RT_VISIBLE_CORES": "3,100", "NEURON_LOGICAL_NC_CONFIG": "1"}
+    assert explain_visibility("neuron", out, h).physical == [3, 100]
+    assert visibility_env("neuron", [3], h)["NEURON_LOGICAL_NC_CONFIG"] == "2"

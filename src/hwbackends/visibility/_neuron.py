@@ -239,14 +239,18 @@ def render_ranges(indices: Sequence[int]) -> str:
 def write(
     physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
-    """``NEURON_RT_VISIBLE_CORES`` as ranges, counted at the host's default LNC.
+    """``NEURON_RT_VISIBLE_CORES`` as ranges, counted at the LNC the indices were read under
+    (``env``'s ``NEURON_LOGICAL_NC_CONFIG`` when it is 1 or 2, else the host's default).
 
-    On Trainium2/3 ``NEURON_LOGICAL_NC_CONFIG`` is pinned to that default so that the indices
+    On Trainium2/3 ``NEURON_LOGICAL_NC_CONFIG`` is pinned to that LNC so that the indices
     keep their meaning. Cores must be ascending (the runtime reserves a set). The runtime has
     no documented "no core" value, so an empty selection is an error.
     """
     devices = devices_of(host, VENDOR)
     lnc, supported = default_lnc(devices)
+    asked = (env or {}).get("NEURON_LOGICAL_NC_CONFIG", "").strip()
+    if supported and asked in ("1", "2"):
+        lnc = int(asked)
     total = len(_layout(devices, lnc, None))
     sel = require_indices("neuron", physical, total, "NeuronCores")
     if not sel:

@@ -101,3 +101,24 @@ def test_python_dash_m_and_console_script() -> None:
     )
     assert out.returncode == 0, out.stderr
     assert json.loads(out.stdout)["command"] == "env"
+
+
+def test_confirm_runs_the_runtime_where_it_applies(
+    isolated: Site, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("torch", reason="the runtime check imports torch in a child process")
+    code, out, _ = run(capsys, "explain", "--confirm")
+    assert code == 0
+    assert "Runtime check  agrees: torch " in out and "1 device(s)" in out
+    code, out, _ = run(capsys, "devices", "--confirm", "--json")
+    assert (code, json.loads(out)["confirmation"]["ok"]) == (0, True)
+
+
+@pytest.mark.parametrize("command", ["pin", "launch-plan", "plugins", "smoke"])
+def test_confirm_is_refused_where_it_does_not_apply(
+    isolated: Site, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    argv = [command, "0"] if command == "pin" else [command]
+    code, _, err = run(capsys, *argv, "--confirm")
+    assert code == 2
+    assert err.startswith(f"hwbackends: error: --confirm does not apply to `hwbackends {command}`")

@@ -407,12 +407,13 @@ def cmd_devices(args: argparse.Namespace) -> int:
 
 
 def cmd_explain(args: argparse.Namespace) -> int:
-    report = _report(args)
+    report, env = _report_env(args)
+    conf = _confirmation(args, report, env)
     if args.json:
-        print(
-            _json({"schema_version": JSON_SCHEMA_VERSION, "command": "explain", **report.to_dict()})
-        )
-        return 0
+        d = {"schema_version": JSON_SCHEMA_VERSION, "command": "explain", **report.to_dict()}
+        d["confirmation"] = conf.to_dict() if conf is not None else None
+        print(_json(d))
+        return 0 if conf is None or conf.ok else 1
     st = _Style(sys.stdout)
     lines = [
         st.bold("Chosen") + f"  {report.chosen} — {report.reason} [rule: {report.rule}]",
@@ -440,8 +441,14 @@ def cmd_explain(args: argparse.Namespace) -> int:
     lines.append(f"  discovery method: {report.discovery}")
     if report.warnings:
         lines += ["", st.bold("Warnings"), *[f"  ! {w}" for w in report.warnings]]
+    if conf is not None:
+        lines += ["", *render_confirmation(conf, st)]
     print("\n".join(lines))
-    return 0
+    return 0 if conf is None or conf.ok else 1
+
+
+#: Commands whose answer a runtime check can confirm; the others refuse --confirm.
+_CONFIRMABLE = ("env", "devices", "explain")
 
 
 def parse_indices(text: str) -> list[int]:
@@ -662,6 +669,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(["env", *(argv or [])])
     debug = os.environ.get("HWBACKENDS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
     try:
+        if getattr(args, "confirm", False) and args.command not in _CONFIRMABLE:
+            raise UsageError(
+                f"--confirm does not apply to `hwbackends {args.command}`",
+                f"--confirm with {', '.join(_CONFIRMABLE)}",
+                f"run `hwbackends devices --confirm` to check the devices, then {args.command}",
+            )
         return int(args.func(args))
     except HwBackendsError as exc:
         if debug:

@@ -9,18 +9,16 @@ from hwbackends_neuron import NeuronBackend
 
 import hwbackends
 from hwbackends import Host
-from hwbackends._discovery import EntryPointSpec
-from hwbackends._registry import Registry, SelectionReport, Settings
+from hwbackends._registry import SelectionReport
+from hwbackends.testing import make_registry
 
 HOSTS = Path(__file__).parent / "hosts"
-SPEC = EntryPointSpec("neuron", "hwbackends_neuron:NeuronBackend", "hwbackends-neuron", "0.1.0")
+REGISTRY = make_registry(NeuronBackend)  # the built-in cpu plus this backend
 
 
 def select(name: str, env: dict[str, str] | None = None) -> SelectionReport:
     e = dict(env or {})
-    return Registry(specs=[SPEC]).select(
-        e, Host.from_file(HOSTS / f"{name}.json"), Settings.from_env(e)
-    )
+    return REGISTRY.select(e, Host.from_file(HOSTS / f"{name}.json"))
 
 
 def test_trn1_xla_stack_all_cores() -> None:

@@ -8,11 +8,11 @@ from hwbackends_npu import NpuBackend
 
 import hwbackends
 from hwbackends import Host
-from hwbackends._discovery import EntryPointSpec
-from hwbackends._registry import Registry, SelectionReport, Settings
+from hwbackends._registry import SelectionReport
+from hwbackends.testing import make_registry
 
 HOSTS = Path(__file__).parent / "hosts"
-SPEC = EntryPointSpec("npu", "hwbackends_npu:NpuBackend", "hwbackends-npu", "0.1.0")
+REGISTRY = make_registry(NpuBackend)  # the built-in cpu plus this backend
 
 
 def host(name: str) -> Host:
@@ -21,7 +21,7 @@ def host(name: str) -> Host:
 
 def select(name: str, env: dict[str, str] | None = None) -> SelectionReport:
     e = dict(env or {})
-    return Registry(specs=[SPEC]).select(e, host(name), Settings.from_env(e))
+    return REGISTRY.select(e, host(name))
 
 
 def test_910b_box() -> None:

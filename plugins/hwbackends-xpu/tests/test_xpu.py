@@ -8,18 +8,16 @@ from hwbackends_xpu import XpuBackend
 
 import hwbackends
 from hwbackends import Host
-from hwbackends._discovery import EntryPointSpec
-from hwbackends._registry import Registry, SelectionReport, Settings
+from hwbackends._registry import SelectionReport
+from hwbackends.testing import make_registry
 
 HOSTS = Path(__file__).parent / "hosts"
-SPEC = EntryPointSpec("xpu", "hwbackends_xpu:XpuBackend", "hwbackends-xpu", "0.1.0")
+REGISTRY = make_registry(XpuBackend)  # the built-in cpu plus this backend
 
 
 def select(name: str, env: dict[str, str] | None = None) -> SelectionReport:
     e = dict(env or {})
-    return Registry(specs=[SPEC]).select(
-        e, Host.from_file(HOSTS / f"{name}.json"), Settings.from_env(e)
-    )
+    return REGISTRY.select(e, Host.from_file(HOSTS / f"{name}.json"))
 
 
 def test_max1550_flat_one_device_per_tile() -> None:

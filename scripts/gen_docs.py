@@ -167,12 +167,14 @@ def backend_page(name: str, plugin_dir: Path | None) -> str:
         "",
     ]
     try:
-        variables = variables_for(name)
+        variables = variables_for(backend)
     except VisibilityError:
         variables = ()
+    rule = getattr(backend, "visibility", None)
     lines.append(
         "Visibility variables read: "
         + (", ".join(f"`{v}`" for v in variables) if variables else "none")
+        + (f" (rule `{rule!r}`)" if rule is not None else "")
         + "."
     )
     lines.append("")
@@ -366,6 +368,7 @@ API_MODULES = (
     "hwbackends.distributed",
     "hwbackends.visibility",
     "hwbackends.plugin",
+    "hwbackends.facts",
     "hwbackends.testing",
 )
 

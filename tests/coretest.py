@@ -84,7 +84,7 @@ class Backend(BaseBackend):
     name: ClassVar[str] = "{name}"
     device_type: ClassVar[str] = "{name}"
     priority: ClassVar[int] = {priority}
-    device_nodes: ClassVar[tuple[str, ...]] = ("{name}",)
+    device_nodes: ClassVar[tuple[str, ...]] = ("{name}{{n}}",)
 """
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwbackends import Host, HostFileError
-from hwbackends._host import _gfx_name, normalize_dist_name
+from hwbackends._host import normalize_dist_name
 
 
 def write(root: Path, rel: str, text: str) -> None:
@@ -88,6 +88,8 @@ def test_from_system_reads_fake_tree(fake_root: Path, tmp_path: Path) -> None:
     )
     write(site, "torch-2.8.0+rocm6.4.dist-info/METADATA", "Name: torch\nVersion: 2.8.0+rocm6.4\n")
     write(site, "Foo_Bar.egg-info/PKG-INFO", "Name: Foo.Bar\nVersion: 3.1\n\n")
+    pytest.importorskip("hwbackends_cuda")  # their read_devices hooks order and name GPUs
+    pytest.importorskip("hwbackends_rocm")
     h = Host.from_system(str(fake_root), path=[str(site)])
     assert h.source == "system" and not h.simulated
     nv = h.devices_of("nvidia")
@@ -101,7 +103,8 @@ def test_from_system_reads_fake_tree(fake_root: Path, tmp_path: Path) -> None:
     assert amd[1].memory_bytes == 206141652992
     assert {d.vendor for d in h.devices} == {"nvidia", "amd"}  # BMC VGA, audio, USB left out
     assert h.drivers == {"amdgpu": "6.8.5", "nvidia": "550.54.15"}
-    assert h.device_nodes == ("dri/renderD128", "kfd", "nvidia0", "nvidia1", "nvidiactl")
+    # exact patterns: nvidiactl and the render node are not devices of any backend
+    assert h.device_nodes == ("kfd", "nvidia0", "nvidia1")
     assert h.cpu.model == "Test CPU" and "amx_bf16" in h.cpu.flags and "ignored" not in h.cpu.flags
     assert h.torch is not None and (h.torch.hip, h.torch.cuda) == ("6.4.43482", None)
     assert h.torch.flavour == "rocm"
@@ -110,23 +113,8 @@ def test_from_system_reads_fake_tree(fake_root: Path, tmp_path: Path) -> None:
 
 
 def test_from_system_on_empty_root(tmp_path: Path) -> None:
-    h = Host.from_system(str(tmp_path), path=[])
+    h = Host.from_system(str(tmp_path), path=[], backends=[])
     assert (h.devices, h.torch, h.drivers, h.device_nodes) == ((), None, {}, ())
-
-
-@pytest.mark.parametrize(
-    ("version", "name"),
-    [
-        (90402, "gfx942"),
-        (90010, "gfx90a"),
-        (90500, "gfx950"),
-        (110501, "gfx1151"),
-        (100300, "gfx1030"),
-        (120001, "gfx1201"),
-    ],
-)
-def test_gfx_names(version: int, name: str) -> None:
-    assert _gfx_name(version) == name
 
 
 def test_normalize() -> None:
@@ -168,7 +156,7 @@ BAD = [
     ({"devices": [{"vendor": "amd", "memory_bytes": -1}]}, "devices[0] in dict.memory_bytes must"),
     (
         {"devices": [{"vendor": "nvidia"}], "cuda_fastest_first": [1]},
-        "'cuda_fastest_first' in dict must be a permutation of the 1 NVIDIA device positions",
+        "'cuda_fastest_first' in dict must be a permutation of the CUDA GPU positions",
     ),
     ({"env": {"X": 1}}, "'env' in dict must map variable names to string values"),
     ({"cpu": {"count": 0}}, "'cpu.count' in dict must be a positive integer"),

@@ -249,7 +249,11 @@ def test_report_is_json_able(site: Site) -> None:
 
 
 def test_hidden_devices_fall_back_to_cpu_and_say_so(site: Site) -> None:
-    code = good_plugin("alpha", 70) + "    def devices(self, host, env):\n        return []\n"
+    code = (
+        "from hwbackends.visibility import IndexList\n"
+        + good_plugin("alpha", 70)
+        + '    visibility = IndexList("ALPHA_VISIBLE_DEVICES")\n'
+    )
     site.add_plugin("alpha", code)
     r = select(site, {"ALPHA_VISIBLE_DEVICES": ""})
     assert (r.chosen, r.rule) == ("cpu", "cpu-fallback")

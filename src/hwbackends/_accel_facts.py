@@ -206,13 +206,11 @@ class AcceleratorBackend(BaseBackend):
     only for something really specific to their hardware.
     """
 
-    display: ClassVar[str] = ""
     # PCI device id ("0x0bd5") -> model; ``only_known_ids`` drops the vendor's other devices
-    # (the vendor id also covers NICs, VGA or crypto functions that the host reader keeps).
+    # (the vendor id also covers NICs, VGA or crypto functions) and makes the table the
+    # ``pci_device_ids`` declaration, so the machine reader keeps only these.
     pci_models: ClassVar[Mapping[str, PciModel]] = {}
     only_known_ids: ClassVar[bool] = False
-    # /dev names that reveal the driver: a prefix followed by digits only ("neuron" -> neuron0).
-    node_patterns: ClassVar[tuple[str, ...]] = ()
     stacks: ClassVar[tuple[Stack, ...]] = ()
     hardware_hint: ClassVar[str] = ""
     arch_facts: ClassVar[Mapping[str, ArchFacts]] = {}
@@ -224,9 +222,10 @@ class AcceleratorBackend(BaseBackend):
     limitations: ClassVar[tuple[Limitation, ...]] = ()
     facts_sources: ClassVar[Mapping[str, str]] = {}
 
-    @property
-    def display_name(self) -> str:
-        return self.display or self.name
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.only_known_ids and "pci_device_ids" not in cls.__dict__:
+            cls.pci_device_ids = tuple(sorted(int(k, 16) for k in cls.pci_models))
 
     # -- hardware ----------------------------------------------------------------------------
 
@@ -256,28 +255,6 @@ class AcceleratorBackend(BaseBackend):
         if not self.vendor:
             return ()
         return tuple(self.enrich(d) for d in host.devices_of(self.vendor) if self.accepts(d))
-
-    def matching_nodes(self, host: Host) -> list[str]:
-        out = []
-        for node in host.device_nodes:
-            for prefix in self.node_patterns:
-                rest = node[len(prefix) :]
-                if node.startswith(prefix) and rest.isdigit():
-                    out.append(node)
-                    break
-        return out
-
-    def hardware_evidence(self, host: Host) -> list[str]:
-        ev: list[str] = []
-        devs = self.host_devices(host)
-        if devs:
-            names = sorted({d.name or d.pci_device_id or "unknown model" for d in devs})
-            ev.append(f"{len(devs)} {self.display_name} device(s): {', '.join(names)}")
-        nodes = self.matching_nodes(host)
-        if nodes:
-            shown = ", ".join("/dev/" + n for n in nodes[:4]) + (" …" if len(nodes) > 4 else "")
-            ev.append(f"device nodes {shown}")
-        return ev
 
     def archs(self, devices: tuple[HostDevice, ...]) -> frozenset[str]:
         return frozenset(a for a in (self.arch_of(d) for d in devices) if a)

@@ -18,57 +18,11 @@ from ._errors import HostFileError
 
 __all__ = ["CpuInfo", "Host", "HostDevice", "TorchBuild", "normalize_dist_name"]
 
-# PCI vendor id -> vendor key used throughout hwbackends (host files use the key).
-PCI_VENDORS: Mapping[str, str] = {
-    "0x10de": "nvidia",
-    "0x1002": "amd",
-    "0x8086": "intel",
-    "0x1d0f": "aws",
-    "0x1ae0": "google",
-    "0x1da3": "habana",
-    "0x19e5": "huawei",
-    "0xcabc": "cambricon",
-    "0x1ed5": "mthreads",
-}
-KNOWN_VENDORS = frozenset(PCI_VENDORS.values()) | {"apple"}
-
-# PCI base classes that can be an accelerator. Intel, AMD and NVIDIA also make chipsets,
-# NICs and audio functions, so for them only display (0x03) and processing accelerators
-# (0x12) count; the accelerator-only vendors also use 0x0b (co-processor), 0x08 (system
-# peripheral), 0x00 (unclassified) and 0xff.
-_GPU_CLASSES = frozenset({"03", "12"})
-_ACCEL_CLASSES = frozenset({"03", "12", "0b", "08", "00", "ff"})
-_GPU_VENDORS = frozenset({"nvidia", "amd", "intel"})
-
-# /dev entries that reveal an accelerator driver, by prefix.
-_DEV_PREFIXES = (
-    "nvidia",
-    "kfd",
-    "neuron",
-    "accel",
-    "davinci",
-    "cambricon",
-    "mtgpu",
-    "hl",
-    "vfio",
-    "dri/renderD",
-    "accel/accel",
-    "davinci_manager",
-    "devmm_svm",
-)
-
-# Kernel modules whose presence (and version) tells that a driver is loaded.
-_DRIVER_MODULES = (
-    "nvidia",
-    "amdgpu",
-    "i915",
-    "xe",
-    "habanalabs",
-    "neuron",
-    "drv_pcie_host",
-    "cambricon_drv",
-    "mtgpu",
-)
+# PCI classes that are accelerators whoever makes them: processing accelerators (0x12) and
+# co-processors (0x0b40). Found and claimed by no installed backend, they are shown as
+# unclaimed hardware.
+_ACCEL_BASE_CLASS = 0x12
+_COPROCESSOR_CLASS = 0x0B40
 
 
 def normalize_dist_name(name: str) -> str:
@@ -115,11 +69,12 @@ class CpuInfo:
 
 @dataclass(frozen=True)
 class HostDevice:
-    """One accelerator as the machine lists it, in the vendor's physical order.
+    """One accelerator as the machine lists it, in its runtime's physical order.
 
-    ``extra`` holds vendor facts that only some devices have: ``mig`` (list of MIG instances
-    with ``uuid``), ``cores`` (NeuronCores per Neuron device), ``tiles`` (Intel GPU tiles),
-    ``module_id`` (Gaudi), ``kfd_node`` (AMD), ``integrated`` (an iGPU).
+    ``vendor`` is the key a backend declares (``BaseBackend.vendor``). ``extra`` holds facts
+    that only some devices have, named by the backend that reads them (MIG instances, cores,
+    tiles, module ids, ``integrated`` for an iGPU, ``pci_class``, ``unclaimed`` for an
+    accelerator no installed backend claims).
     """
 
     vendor: str
@@ -166,6 +121,8 @@ class Host:
     device_nodes: tuple[str, ...] = ()
     drivers: Mapping[str, str] = field(default_factory=dict)
     source: str = "dict"
+    # backend name -> why its read_devices/read_drivers hook failed (real machine only)
+    reader_errors: Mapping[str, str] = field(default_factory=dict)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -304,16 +261,15 @@ class Host:
         ff = data.get("cuda_fastest_first")
         fastest: tuple[int, ...] | None = None
         if ff is not None:
-            n_nv = sum(1 for d in devices if d.vendor == "nvidia")
             if (
                 not isinstance(ff, list)
                 or not all(isinstance(i, int) and not isinstance(i, bool) for i in ff)
-                or sorted(ff) != list(range(n_nv))
+                or sorted(ff) != list(range(len(ff)))
             ):
                 raise HostFileError(
-                    f"'cuda_fastest_first' in {source} must be a permutation of the "
-                    f"{n_nv} NVIDIA device positions, got {ff!r}",
-                    f"a list holding each of 0..{max(n_nv - 1, 0)} once, fastest GPU first",
+                    f"'cuda_fastest_first' in {source} must be a permutation of the CUDA "
+                    f"GPU positions, got {ff!r}",
+                    "a list holding each of 0..n-1 once, fastest GPU first",
                     "list the nvidia-smi index of each GPU in FASTEST_FIRST order, or use null",
                 )
             fastest = tuple(ff)
@@ -366,9 +322,20 @@ class Host:
 
     @classmethod
     def from_system(
-        cls, root: str = "/", *, path: Sequence[str] | None = None, system: str | None = None
+        cls,
+        root: str = "/",
+        *,
+        path: Sequence[str] | None = None,
+        system: str | None = None,
+        backends: Sequence[Any] | None = None,
     ) -> Host:
-        """Read this machine. ``root`` lets tests point the same code at a fake tree."""
+        """Read this machine. ``root`` lets tests point the same code at a fake tree.
+
+        What counts as hardware comes from ``backends`` (default: the installed backends):
+        the PCI functions and ``/dev`` names each declares, ordered and named by its
+        ``read_devices`` hook. Accelerator-class functions nobody claims are kept too, so that
+        the report can say which plugin to install.
+        """
         if hasattr(os, "uname"):  # what platform.system()/machine() return, without importing it
             uts = os.uname()
             sysname, machine = system or uts.sysname, uts.machine
@@ -376,24 +343,26 @@ class Host:
             import platform
 
             sysname, machine = system or platform.system(), platform.machine()
+        if backends is None:
+            from ._registry import installed_backends
+
+            backends = installed_backends()
         search = list(sys.path if path is None else path)
         packages = dict(_scan_packages(search))
-        devices = list(_read_pci(root))
-        _enrich_nvidia(root, devices)
-        devices = _order_amd_by_kfd(root, devices)
-        if sysname == "Darwin" and machine == "arm64":
-            devices.append(_apple_device())
+        errors: dict[str, str] = {}
+        devices = _read_devices(root, sysname, machine, backends, errors)
         return cls(
             system=sysname,
             machine=machine,
             torch=_read_torch_build(search),
             packages=packages,
-            devices=tuple(devices),
+            devices=devices,
             env=None,
             cpu=_read_cpu(root),
-            device_nodes=_read_dev_nodes(root),
-            drivers=_read_drivers(root),
+            device_nodes=_read_dev_nodes(root, backends),
+            drivers=_read_drivers(root, backends, errors),
             source="system",
+            reader_errors=errors,
         )
 
 
@@ -422,8 +391,8 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
     if not isinstance(vendor, str) or not vendor or not vendor.replace("_", "").isalnum():
         raise HostFileError(
             f"{where} has vendor {vendor!r}",
-            f"a vendor key such as {', '.join(sorted(KNOWN_VENDORS))} (or a plugin's own key: "
-            "letters, digits and underscores)",
+            "the vendor key a backend declares (letters, digits and underscores; "
+            "`hwbackends plugins` lists them)",
             "set the device's 'vendor' field",
         )
     for key in ("pci_bus_id", "uuid", "name", "arch", "pci_device_id"):
@@ -447,12 +416,27 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
 # -- real-machine readers (files only) -----------------------------------------------------
 
 
-def _read_text(path: str) -> str | None:
+def _read_text(path: str, limit: int = 1 << 16) -> str | None:
+    """A regular file's text, at most ``limit`` characters; None when it is not one.
+
+    Opened non-blocking and checked to be a regular file first, so a FIFO or device planted
+    where a sysfs file is expected cannot hang the caller.
+    """
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read()
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        import stat
+
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = os.read(fd, limit)
     except OSError:
         return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", "replace")
 
 
 def _listdir(path: str) -> list[str]:
@@ -553,115 +537,109 @@ def _read_torch_build(path: Iterable[str]) -> TorchBuild | None:
     return None
 
 
-def _read_pci(root: str) -> Iterator[HostDevice]:
+def _hex(text: str | None) -> int | None:
+    t = (text or "").strip().lower()
+    if not t.startswith("0x") or not 2 < len(t) <= 10:
+        return None
+    try:
+        return int(t, 16)
+    except ValueError:
+        return None
+
+
+def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
+    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass."""
+    if not allowed:
+        return True
+    base, sub = klass >> 16, klass >> 8
+    return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
+
+
+def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
+    ids = getattr(obj, "pci_vendor_ids", ())
+    if vid not in ids:
+        return False
+    dids = getattr(obj, "pci_device_ids", ())
+    if dids and did not in dids:
+        return False
+    return _class_ok(klass, getattr(obj, "pci_classes", ()))
+
+
+def _plugin_fault(errors: dict[str, str], backend: Any, what: str, exc: BaseException) -> None:
+    name = getattr(backend, "name", "?")
+    errors.setdefault(str(name), f"{name}.{what} raised {type(exc).__name__}: {exc}")
+
+
+class _Function:
+    """One PCI function being read."""
+
+    __slots__ = ("bus", "did", "folder", "klass", "vid")
+
+    def __init__(self, folder: str, bus: str, vid: int, did: int | None, klass: str) -> None:
+        self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
+
+    def device(self, vendor: str, unclaimed: bool = False) -> HostDevice:
+        # amdgpu exposes the VRAM size here; other drivers leave it out
+        mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
+        extra: dict[str, Any] = {"pci_class": self.klass}
+        if unclaimed:
+            extra["unclaimed"] = True
+            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
+        return HostDevice(
+            vendor=vendor,
+            pci_bus_id=self.bus,
+            pci_device_id=f"0x{self.did:04x}" if self.did is not None else None,
+            memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
+            extra=extra,
+        )
+
+
+def _read_devices(
+    root: str, sysname: str, machine: str, backends: Sequence[Any], errors: dict[str, str]
+) -> tuple[HostDevice, ...]:
+    """PCI functions claimed by ``backends`` (then ordered by each one's hook), plus known
+    and unclaimed accelerators."""
+    from ._catalog import KNOWN_PLUGINS
+
+    claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
+    served = {getattr(b, "vendor", None) for b in backends}
+    known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
+    own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
+    others: list[HostDevice] = []
     base = os.path.join(root, "sys/bus/pci/devices")
     for bus in _listdir(base):  # sorted: PCI bus order, which is NVML's order
         d = os.path.join(base, bus)
-        vid = (_read_text(os.path.join(d, "vendor")) or "").strip().lower()
-        vendor = PCI_VENDORS.get(vid)
-        if vendor is None:
+        vid = _hex(_read_text(os.path.join(d, "vendor"), 32))
+        if vid is None:
             continue
-        klass = (_read_text(os.path.join(d, "class")) or "").strip().lower()
-        base_class = klass[2:4] if klass.startswith("0x") else ""
-        allowed = _GPU_CLASSES if vendor in _GPU_VENDORS else _ACCEL_CLASSES
-        if base_class not in allowed:
+        klass_text = (_read_text(os.path.join(d, "class"), 32) or "").strip().lower()
+        klass = _hex(klass_text) or 0
+        did = _hex(_read_text(os.path.join(d, "device"), 32))
+
+        fn = _Function(d, bus.lower(), vid, did, klass_text)
+        owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
+        if owner is not None:
+            own[id(owner)].append(fn.device(owner.vendor))
             continue
-        did = (_read_text(os.path.join(d, "device")) or "").strip().lower() or None
-        mem = _read_text(os.path.join(d, "mem_info_vram_total"))  # amdgpu exposes this
-        yield HostDevice(
-            vendor=vendor,
-            pci_bus_id=bus.lower(),
-            pci_device_id=did,
-            memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
-            extra={"pci_class": klass},
-        )
-
-
-def _enrich_nvidia(root: str, devices: list[HostDevice]) -> None:
-    """Model name and UUID from the NVIDIA driver's per-GPU ``information`` file."""
-    gpus = os.path.join(root, "proc/driver/nvidia/gpus")
-    info: dict[str, dict[str, str]] = {}
-    for bus in _listdir(gpus):
-        text = _read_text(os.path.join(gpus, bus, "information")) or ""
-        fields = {}
-        for line in text.splitlines():
-            k, sep, v = line.partition(":")
-            if sep:
-                fields[k.strip()] = v.strip()
-        info[bus.lower()] = fields
-    for i, dev in enumerate(devices):
-        if dev.vendor != "nvidia" or dev.pci_bus_id not in info:
-            continue
-        f = info[dev.pci_bus_id]
-        uuid = f.get("GPU UUID")
-        devices[i] = HostDevice(
-            vendor=dev.vendor,
-            pci_bus_id=dev.pci_bus_id,
-            uuid=uuid if uuid and uuid.startswith("GPU-") else None,
-            name=f.get("Model") or None,
-            memory_bytes=dev.memory_bytes,
-            pci_device_id=dev.pci_device_id,
-            extra=dev.extra,
-        )
-
-
-def _gfx_name(version: int) -> str:
-    """KFD ``gfx_target_version`` (e.g. 90402) to a gfx name (``gfx942``)."""
-    major, minor, step = version // 10000, (version // 100) % 100, version % 100
-    return f"gfx{major}{minor:x}{step:x}"
-
-
-def _order_amd_by_kfd(root: str, devices: list[HostDevice]) -> list[HostDevice]:
-    """Put AMD GPUs in KFD node order (what ROCr enumerates) and add arch and unique id."""
-    nodes_dir = os.path.join(root, "sys/class/kfd/kfd/topology/nodes")
-    kfd: list[tuple[int, str, dict[str, int]]] = []
-    for node in _listdir(nodes_dir):
-        if not node.isdigit():
-            continue
-        text = _read_text(os.path.join(nodes_dir, node, "properties")) or ""
-        props: dict[str, int] = {}
-        for line in text.splitlines():
-            k, _, v = line.partition(" ")
-            if v.strip().lstrip("-").isdigit():
-                props[k] = int(v)
-        if props.get("gfx_target_version", 0) == 0 or props.get("simd_count", 0) == 0:
-            continue  # a CPU node
-        loc = props.get("location_id", 0)
-        bus_id = (
-            f"{props.get('domain', 0):04x}:{loc >> 8 & 0xFF:02x}:{loc >> 3 & 0x1F:02x}.{loc & 0x7}"
-        )
-        kfd.append((int(node), bus_id, props))
-    if not kfd:
-        return devices
-    amd = {d.pci_bus_id: d for d in devices if d.vendor == "amd"}
-    ordered: list[HostDevice] = []
-    for node_id, bus_id, props in sorted(kfd):
-        dev = amd.pop(bus_id, None) or HostDevice(vendor="amd", pci_bus_id=bus_id)
-        uid = props.get("unique_id")
-        ordered.append(
-            HostDevice(
-                vendor="amd",
-                pci_bus_id=bus_id,
-                uuid=f"GPU-{uid:016x}" if uid else None,
-                name=dev.name,
-                arch=_gfx_name(props["gfx_target_version"]),
-                memory_bytes=dev.memory_bytes,
-                pci_device_id=dev.pci_device_id,
-                extra={**dev.extra, "kfd_node": node_id},
-            )
-        )
-    # AMD functions without a KFD node (no driver bound) keep PCI order, after the KFD ones.
-    others = [d for d in devices if d.vendor != "amd"]
-    return others + ordered + list(amd.values())
-
-
-def _apple_device() -> HostDevice:
-    import platform
-
-    # mac_ver() reads SystemVersion.plist; MPS needs macOS 12.3, bf16 on MPS macOS 14.
-    macos = platform.mac_ver()[0]
-    extra = {"macos": macos} if macos else {}
-    return HostDevice(vendor="apple", name="Apple Silicon GPU", arch="apple-silicon", extra=extra)
+        cat = next((k for k in known if _claims(k, vid, did, klass)), None)
+        if cat is not None:
+            others.append(fn.device(cat.vendor))
+        elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
+            others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
+    out: list[HostDevice] = []
+    for b in backends:
+        found = tuple(own[id(b)])
+        try:
+            got = b.read_devices(root, found, system=sysname, machine=machine)
+            if not isinstance(got, (tuple, list)) or not all(
+                isinstance(x, HostDevice) for x in got
+            ):
+                raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
+        except Exception as exc:
+            _plugin_fault(errors, b, "read_devices()", exc)
+            got = found
+        out.extend(got)
+    return tuple(out + others)
 
 
 def _read_cpu(root: str) -> CpuInfo:
@@ -683,33 +661,40 @@ def _read_cpu(root: str) -> CpuInfo:
     return CpuInfo(model=model, count=os.cpu_count() or 1, flags=flags)
 
 
-def _read_dev_nodes(root: str) -> tuple[str, ...]:
-    dev = os.path.join(root, "dev")
-    found = []
-    for sub in ("", "dri/", "accel/"):
-        for name in _listdir(os.path.join(dev, sub) if sub else dev):
-            rel = sub + name
-            if rel.startswith(_DEV_PREFIXES):
+def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
+    """``/dev`` names that match a declared pattern of an installed or known backend."""
+    from ._catalog import KNOWN_PLUGINS
+    from .plugin import match_node
+
+    patterns: set[str] = set()
+    for b in (*backends, *KNOWN_PLUGINS):
+        pats = getattr(b, "device_nodes", ())
+        if isinstance(pats, tuple):
+            patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
+    by_dir: dict[str, list[str]] = {}
+    for p in patterns:
+        folder, _, _ = p.rpartition("/")
+        by_dir.setdefault(folder, []).append(p)
+    found: list[str] = []
+    for folder, pats in by_dir.items():
+        for name in _listdir(os.path.join(root, "dev", folder)):
+            rel = f"{folder}/{name}" if folder else name
+            if any(match_node(p, rel) for p in pats):
                 found.append(rel)
     return tuple(sorted(set(found)))
 
 
-def _read_drivers(root: str) -> dict[str, str]:
+def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) -> dict[str, str]:
     drivers: dict[str, str] = {}
-    for mod in _DRIVER_MODULES:
-        d = os.path.join(root, "sys/module", mod)
-        if os.path.isdir(d):
-            drivers[mod] = (_read_text(os.path.join(d, "version")) or "").strip()
-    text = _read_text(os.path.join(root, "proc/driver/nvidia/version"))
-    if text:
-        # "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..." and, for
-        # the open modules, "... NVIDIA UNIX Open Kernel Module for x86_64  570.86.15  Release
-        # Build ...": the version is the first dotted number after "Module".
-        words = text.split()
-        after = words[words.index("Module") + 1 :] if "Module" in words else []
-        version = next((w for w in after if w[:1].isdigit() and "." in w), None)
-        if version is not None:
-            drivers["nvidia"] = version
-        else:
-            drivers.setdefault("nvidia", "")
+    for b in backends:
+        try:
+            got = b.read_drivers(root)
+            if not isinstance(got, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in got.items()
+            ):
+                raise TypeError(f"returned {type(got).__name__}, expected dict[str, str]")
+        except Exception as exc:
+            _plugin_fault(errors, b, "read_drivers()", exc)
+            continue
+        drivers.update(got)
     return drivers

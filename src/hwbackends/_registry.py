@@ -96,6 +96,7 @@ class BackendStatus:
     priority: int | None = None
     device_type: str | None = None
     probe_ms: float = 0.0
+    vendor: str | None = None  # the host-device key the backend declares
 
     @property
     def broken(self) -> bool:
@@ -355,8 +356,14 @@ def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
         state=state,
         priority=getattr(b, "priority", None) if b is not None else None,
         device_type=getattr(b, "device_type", None) if b is not None else None,
+        vendor=_vendor_of(b),
         **kw,
     )
+
+
+def _vendor_of(b: object) -> str | None:
+    v = getattr(b, "vendor", None) if b is not None else None
+    return v if isinstance(v, str) and v else None
 
 
 def _close_matches(name: str, names: Iterable[str]) -> str:
@@ -477,6 +484,8 @@ class Registry:
             t0 = time.perf_counter()
             try:
                 c.backend = self.load(c.spec)
+                if name in host.reader_errors:
+                    raise _Broken(f"reading the machine: {host.reader_errors[name]}")
                 probe = _probe(c.backend, host)
             except _Broken as exc:
                 statuses[name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
@@ -527,7 +536,7 @@ class Registry:
                 timings[f"devices:{backend.name}"] = (time.perf_counter() - t0) * 1000
             if not devices and backend.name != "cpu":
                 old = statuses[backend.name]
-                shown = _visible_vars(env)
+                shown = _visible_vars(env, backend)
                 if shown:
                     why = (
                         f"{backend.name} hardware is present, but the visibility variables "
@@ -564,10 +573,11 @@ class Registry:
         statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
 
         others = [r[0].name for r in ready if r[0].name != chosen.name]
+        unserved = _unserved_hardware(host, statuses, by_name)
         if settings.forced is not None:
             rule = "forced"
             reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
-        elif chosen.name == "cpu" and (hardware_unready or passed_over):
+        elif chosen.name == "cpu" and (hardware_unready or passed_over or unserved):
             rule = "cpu-fallback"
             reason = "no accelerator backend is ready; using the CPU"
             if passed_over:
@@ -584,20 +594,20 @@ class Registry:
         for p in hardware_unready:
             fix = f" Fix: {p.hint}" if p.hint else ""
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        warnings.extend(unserved)
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
         vis = None
         try:
             from .visibility import explain_visibility, variables_for
 
-            for k in variables_for(chosen.name):
+            for k in variables_for(chosen):
                 env_read[k] = env.get(k)
-            view = getattr(chosen, "host_view", None)
-            vrep = explain_visibility(chosen.name, env, view(host) if callable(view) else host)
+            vrep = explain_visibility(chosen, env, host)
             vis = vrep.to_dict()
             warnings.extend(vrep.warnings)
-        except Exception as exc:  # a plugin-defined backend the visibility layer doesn't know
-            vis = {"note": f"no visibility model for {chosen.name}: {exc}"}
+        except Exception as exc:  # a plugin's rule that fails: reported, never fatal
+            vis = {"note": f"the {chosen.name} visibility rule failed: {exc}"}
         return SelectionReport(
             chosen=chosen.name,
             # a backend whose device string depends on the software stack (neuron/xla)
@@ -623,22 +633,76 @@ def _replace_state(s: BackendStatus, state: State) -> BackendStatus:
     return replace(s, state=state)
 
 
-def _visible_vars(env: Mapping[str, str]) -> str:
-    keys = [
-        k
-        for k in env
-        if k.endswith(
-            (
-                "VISIBLE_DEVICES",
-                "VISIBLE_CORES",
-                "VISIBLE_CHIPS",
-                "VISIBLE_MODULES",
-                "AFFINITY_MASK",
-                "DEVICE_SELECTOR",
+def _visible_vars(env: Mapping[str, str], backend: Backend) -> str:
+    try:
+        from .visibility import variables_for
+
+        keys = [k for k in variables_for(backend) if k in env]
+    except Exception:
+        keys = []
+    return ", ".join(f"{k}={env[k]!r}" for k in keys)
+
+
+def _unserved_hardware(
+    host: Host, statuses: Mapping[str, BackendStatus], by_name: Mapping[str, Any]
+) -> list[str]:
+    """Warnings for host hardware that no ready backend serves, each with the fix.
+
+    Hardware a loaded backend claims is explained by that backend's probe; this covers the
+    rest: a known plugin that is not installed, one that is broken or disabled, and
+    accelerators nobody claims.
+    """
+    from ._catalog import core_checkout, install_command, known_for
+
+    claimed: set[str] = set()
+    for st in statuses.values():
+        if st.state in ("available", "unavailable", "selected", "not-probed"):
+            v = st.vendor
+            if v:
+                claimed.add(v)
+    out: list[str] = []
+    checkout: list[str | None] = []
+    seen: set[str] = set()
+    for d in host.devices:
+        if d.vendor in claimed or d.vendor in seen:
+            continue
+        seen.add(d.vendor)
+        n = sum(1 for x in host.devices if x.vendor == d.vendor)
+        where = ", ".join(x.pci_bus_id or "?" for x in host.devices if x.vendor == d.vendor)
+        k = known_for(d.vendor)
+        if k is None:
+            pid = f"{d.extra.get('pci_vendor_id', d.vendor)}:{d.pci_device_id or '?'}"
+            out.append(
+                f"{n} accelerator(s) that no installed backend claims (PCI {pid} at {where}). "
+                "Fix: install the vendor's hwbackends plugin; `hwbackends plugins` lists the "
+                "installed ones"
             )
+            continue
+        known_status = statuses.get(k.backend)
+        if known_status is not None and known_status.state == "broken":
+            out.append(
+                f"{n} {k.display}(s) found, but the {k.backend} backend is broken: "
+                f"{known_status.reason}. Fix: reinstall or update {known_status.origin}; "
+                "`hwbackends plugins --check` shows the "
+                "traceback"
+            )
+            continue
+        if known_status is not None and known_status.state == "disabled":
+            out.append(
+                f"{n} {k.display}(s) found, but the {k.backend} backend is {known_status.reason}. "
+                "Fix: change HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE"
+            )
+            continue
+        if k.backend in by_name:
+            continue  # installed under this name but serving another vendor key: its probe says
+        if not checkout:
+            checkout.append(core_checkout())
+        cmd, which = install_command(k.distribution, checkout[0])
+        out.append(
+            f"{n} {k.display}(s) found ({where}), but {k.distribution} is not installed. "
+            f"Fix: {cmd} ({which})"
         )
-    ]
-    return ", ".join(f"{k}={env[k]!r}" for k in sorted(keys))
+    return out
 
 
 def _listed(spec: EntryPointSpec, names: frozenset[str]) -> bool:
@@ -697,7 +761,11 @@ def resolve_inputs(
     """The environment, host and settings a call works with (see ``current``)."""
     settings = Settings.from_env(os.environ if env is None else env)
     if host is None:
-        host = Host.from_file(settings.host_file) if settings.host_file else Host.from_system()
+        host = (
+            Host.from_file(settings.host_file)
+            if settings.host_file
+            else Host.from_system(backends=installed_backends(os.environ if env is None else env))
+        )
     if env is None:
         env = host.env if host.simulated and host.env is not None else os.environ
     return env, host, settings
@@ -753,6 +821,29 @@ def backends(
 def get(name: str) -> Backend:
     """A backend by name, whether or not it is available here."""
     return _default_registry().get(name)
+
+
+def installed_names() -> list[str]:
+    """The names of every discovered backend, the built-in cpu included."""
+    return _default_registry().names()
+
+
+def installed_backends(env: Mapping[str, str] | None = None) -> list[Backend]:
+    """Every backend that loads, less those disabled by ``HWBACKENDS_PLUGINS`` /
+    ``HWBACKENDS_DISABLE``: whose declarations say what hardware to read."""
+    settings = Settings.from_env(os.environ if env is None else env)
+    reg = _default_registry()
+    out: list[Backend] = []
+    seen: set[str] = set()
+    for spec in reg.specs:
+        if spec.name in seen or not _allowed(spec, settings):
+            continue
+        seen.add(spec.name)
+        try:
+            out.append(reg.load(spec))
+        except _Broken:
+            continue  # selection reports it
+    return out
 
 
 def entry_point_value(name: str) -> str | None:

@@ -1,8 +1,11 @@
 """What a backend plugin builds on: ``BaseBackend`` and the shared fact helpers.
 
-A plugin declares its facts as class attributes (vendor, device nodes, packages, collective)
-and writes only what is really specific to its hardware. Device enumeration and the writer of
-visibility variables come from :mod:`hwbackends.visibility`, so no plugin parses a variable.
+A plugin declares its hardware as class attributes (PCI ids, ``/dev`` patterns, kernel
+modules, packages, the visibility rule, the collective) and writes only what is really
+specific to its hardware. The core reads the machine from these declarations, device
+enumeration and the writer of visibility variables come from :mod:`hwbackends.visibility`,
+so no plugin parses a variable or walks sysfs for the common case. The built-in plugins use
+exactly these declarations; nothing in the core knows a vendor.
 
 Nothing here imports torch or a vendor SDK.
 """
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
         Probe,
         QuantSupport,
     )
+    from .visibility import VisibilityReport, VisibilityRule
 
 __all__ = [
     "API_VERSION",
@@ -40,12 +44,14 @@ __all__ = [
     "Probe",
     "QuantSupport",
     "common_attention",
+    "list_dir",
+    "match_node",
+    "read_text",
 ]
 
 SDPA_SOURCE = (
     "transformers 5.x modeling_utils: sdpa is the default attn_implementation where "
-    "torch.nn.functional.scaled_dot_product_attention runs "
-    "(shared/reference/hf-integration.md §1.1)"
+    "torch.nn.functional.scaled_dot_product_attention runs"
 )
 
 
@@ -74,53 +80,133 @@ def common_attention() -> tuple[AttentionOption, ...]:
     )
 
 
-def _modelled(name: str) -> bool:
-    """Whether hwbackends.visibility has a model of this backend's variables."""
-    from ._errors import VisibilityError
-    from .visibility import variables_for
+def match_node(pattern: str, name: str) -> bool:
+    """Whether a ``/dev`` name (``"dri/renderD128"``) matches a declared pattern.
 
-    try:
-        variables_for(name)
-    except VisibilityError:
+    A pattern is an exact name, or a name with one ``{n}`` standing for one or more ASCII
+    digits: ``"acme{n}"`` matches ``acme0`` and ``acme12`` but not ``acmectl``.
+    """
+    head, sep, tail = pattern.partition("{n}")
+    if not sep:
+        return name == pattern
+    if len(name) <= len(head) + len(tail) or not name.startswith(head):
         return False
-    return True
+    if tail and not name.endswith(tail):
+        return False
+    middle = name[len(head) : len(name) - len(tail)]
+    return middle.isascii() and middle.isdigit()
+
+
+def read_text(path: str, limit: int = 1 << 16) -> str | None:
+    """A small text file (sysfs, procfs), at most ``limit`` characters; None when unreadable.
+
+    For ``read_devices`` hooks: never raises, never blocks on a FIFO, never reads more than
+    ``limit``.
+    """
+    from ._host import _read_text
+
+    return _read_text(path, limit)
+
+
+def list_dir(path: str) -> list[str]:
+    """Sorted names in a folder, or ``[]`` when it cannot be listed."""
+    from ._host import _listdir
+
+    return _listdir(path)
 
 
 class BaseBackend:
     """Shared shape of a backend; subclass it and fill in the class attributes.
 
-    The default ``probe`` answers the two questions from declared signals:
+    Declarations (class attributes) tell the core everything it needs to find the hardware,
+    read its visibility variables and name the software:
 
-    * hardware: any host device of ``vendor``, or any ``/dev`` node starting with one of
-      ``device_nodes``;
-    * software: every name in ``packages`` installed (distribution names), and, when
-      ``torch_flavour`` is set, a torch build of that flavour (``cuda``, ``rocm``, ``xpu``).
+    * ``name`` (the entry-point name), ``device_type`` (torch's device string), ``display``;
+    * ``vendor``: the key of this hardware's devices in a ``Host`` (host files use it);
+    * ``pci_vendor_ids``, optionally narrowed by ``pci_device_ids`` and ``pci_classes``: the
+      PCI functions that are this hardware (``Host.from_system`` reads exactly these);
+    * ``device_nodes``: ``/dev`` name patterns (``"acme{n}"``; see :func:`match_node`);
+    * ``driver_modules``: kernel modules whose ``/sys/module/<m>/version`` is the driver;
+    * ``packages`` and ``torch_flavour``: the software that must be installed;
+    * ``visibility``: the runtime's rule (:mod:`hwbackends.visibility`), e.g.
+      ``IndexList("ACME_VISIBLE_DEVICES")``;
+    * ``distributed_backend``, ``install_hint``, ``priority``.
 
-    Override ``probe`` for richer diagnoses, and ``capabilities`` for the fact tables.
+    The default ``probe`` answers the two questions from these: hardware when some host
+    device is this backend's (:meth:`host_devices`) or a ``/dev`` name matches; software when
+    every package is installed and, with ``torch_flavour`` set, torch is a build of that
+    flavour (``cuda``, ``rocm``, ``xpu``). Override ``probe`` for richer diagnoses,
+    :meth:`read_devices` when the driver's files give the runtime's order or names, and
+    ``capabilities`` for the fact tables.
     """
 
     name: ClassVar[str]
     device_type: ClassVar[str]
     api_version: ClassVar[int] = API_VERSION
     priority: ClassVar[int] = 50
+    display: ClassVar[str] = ""
     vendor: ClassVar[str | None] = None
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = ()
+    pci_device_ids: ClassVar[tuple[int, ...]] = ()  # empty: every device id of the vendor
+    # PCI classes that count: 0x12 matches the base class, 0x0b40 base class and subclass.
+    # Empty: every function of the vendor ids (declare classes where the vendor also makes
+    # NICs, chipsets or audio functions).
+    pci_classes: ClassVar[tuple[int, ...]] = ()
     device_nodes: ClassVar[tuple[str, ...]] = ()
+    driver_modules: ClassVar[tuple[str, ...]] = ()
     packages: ClassVar[tuple[str, ...]] = ()
     torch_flavour: ClassVar[str | None] = None
     install_hint: ClassVar[str] = ""
     distributed_backend: ClassVar[str] = "gloo"
+    visibility: ClassVar[VisibilityRule | None] = None
+    # Files or folders (relative to the root) whose change means the machine must be read
+    # again: driver files that ``read_devices`` uses. The selection cache watches them.
+    watch_paths: ClassVar[tuple[str, ...]] = ()
+
+    # -- reading the real machine ------------------------------------------------------------
+
+    def read_devices(
+        self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
+    ) -> tuple[HostDevice, ...]:
+        """The devices of this backend on the real machine, in the runtime's physical order.
+
+        ``found`` holds the PCI functions this backend's declarations claim, in PCI bus order,
+        with ``vendor``, ``pci_bus_id``, ``pci_device_id`` and ``extra["pci_class"]``. Override
+        to add what only the driver's files say (model names, UUIDs, another order), or
+        devices that are not on PCI. Read files under ``root`` only, with :func:`read_text`
+        and :func:`list_dir`; never import an SDK or open a device. Called by
+        ``Host.from_system``; an exception is reported as this plugin's fault and ``found``
+        is used instead.
+        """
+        return found
+
+    def read_drivers(self, root: str) -> dict[str, str]:
+        """Loaded driver versions: ``/sys/module/<m>/version`` of each ``driver_modules``."""
+        import os
+
+        out: dict[str, str] = {}
+        for mod in self.driver_modules:
+            d = os.path.join(root, "sys/module", mod)
+            if os.path.isdir(d):
+                out[mod] = (read_text(os.path.join(d, "version"), 256) or "").strip()
+        return out
 
     # -- probe -----------------------------------------------------------------------------
+
+    def matching_nodes(self, host: Host) -> list[str]:
+        """The host's ``/dev`` names that match ``device_nodes``."""
+        pats = self.device_nodes
+        return [n for n in host.device_nodes if any(match_node(p, n) for p in pats)]
 
     def hardware_evidence(self, host: Host) -> list[str]:
         """Lines of evidence that the hardware is present (empty: not present)."""
         ev: list[str] = []
-        devs = host.devices_of(self.vendor) if self.vendor else ()
+        devs = self.host_devices(host)
         if devs:
             names = sorted({d.name or d.pci_device_id or "unknown model" for d in devs})
-            ev.append(f"{len(devs)} {self.vendor} device(s): {', '.join(names)}")
-        nodes = [n for n in host.device_nodes if n.startswith(self.device_nodes)]
-        if self.device_nodes and nodes:
+            ev.append(f"{len(devs)} {self.display_name} device(s): {', '.join(names)}")
+        nodes = self.matching_nodes(host)
+        if nodes:
             shown = ", ".join("/dev/" + n for n in nodes[:4]) + (" …" if len(nodes) > 4 else "")
             ev.append(f"device nodes {shown}")
         return ev
@@ -141,6 +227,7 @@ class BaseBackend:
         return None
 
     def probe(self, host: Host) -> Probe:
+        """Is the hardware here, and is the software ready? Reads the ``Host`` only."""
         from ._protocol import Probe
 
         hw = self.hardware_evidence(host)
@@ -172,48 +259,48 @@ class BaseBackend:
 
     @property
     def display_name(self) -> str:
-        return self.name
+        return self.display or self.name
 
     # -- devices and visibility ------------------------------------------------------------
 
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
-        """This backend's devices among the host's; override to drop a vendor's other
-        functions (a BMC's VGA, crypto engines) or to add facts."""
+        """This backend's devices among the host's, in physical order; override to drop a
+        vendor's other functions (a BMC's VGA, crypto engines) or to add facts."""
         return host.devices_of(self.vendor) if self.vendor else ()
 
-    def host_view(self, host: Host) -> Host:
-        """The host as this backend's runtime enumerates it: the vendor's devices reduced to
-        ``host_devices()``, so that visibility positions count only real accelerators."""
-        if not self.vendor:
-            return host
-        own = self.host_devices(host)
-        if own == host.devices_of(self.vendor):
-            return host
+    def own_host(self, host: Host) -> Host:
+        """The host as this backend's runtime enumerates it: only ``host_devices()``, and
+        only this backend's drivers. The visibility rule reads this view."""
         from dataclasses import replace
 
-        others = tuple(d for d in host.devices if d.vendor != self.vendor)
-        return replace(host, devices=others + own)
+        own = self.host_devices(host)
+        drivers = {k: v for k, v in host.drivers.items() if k in self.driver_modules}
+        if own == host.devices and drivers == dict(host.drivers):
+            return host
+        return replace(host, devices=own, drivers=drivers)
+
+    def host_view(self, host: Host) -> Host:
+        """Kept for callers of API 1: the same as :meth:`own_host`."""
+        return self.own_host(host)
+
+    def explain_visibility(self, env: Mapping[str, str], host: Host) -> VisibilityReport:
+        """How this backend's runtime resolves ``env`` on ``host``, step by step."""
+        from .visibility import explain_visibility
+
+        return explain_visibility(self, env, host)
 
     def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
         """Visible devices in logical order, resolved by the visibility layer.
 
-        A backend the visibility layer has no model for (a new vendor's plugin) sees every
-        device of its ``vendor`` in host order, or one device per matching ``/dev`` node.
+        With ``visibility`` undeclared every device is visible in host order (and no
+        selection can be pinned); with no host device, one device per matching ``/dev``
+        name.
         """
-        from .visibility import explain_visibility
-
-        host = self.host_view(host)
         own = self.host_devices(host)
-        if not _modelled(self.name):
-            if own:
-                return [self.make_device(i, i, hd, None, None) for i, hd in enumerate(own)]
-            nodes = [
-                n
-                for n in host.device_nodes
-                if self.device_nodes and n.startswith(self.device_nodes)
-            ]
+        if not own and self.visibility is None:
+            nodes = self.matching_nodes(host)
             return [self.make_device(i, i, None, None, "/dev/" + n) for i, n in enumerate(nodes)]
-        report = explain_visibility(self.name, env, host)
+        report = self.explain_visibility(env, host)
         out: list[Device] = []
         for unit in report.units:
             hd = own[unit.device_position] if 0 <= unit.device_position < len(own) else None
@@ -250,6 +337,7 @@ class BaseBackend:
         )
 
     def arch_of(self, hd: HostDevice) -> str | None:
+        """The architecture key of one host device (``sm_90``, ``gfx942``), or None."""
         return hd.arch
 
     def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
@@ -269,11 +357,24 @@ class BaseBackend:
         host: Host | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
+        """Assignments that make exactly ``physical_indices`` visible, in that order; raises
+        ``VisibilityError`` when the runtime cannot express the selection."""
         from ._host import Host
         from .visibility import visibility_env
 
-        view = self.host_view(host) if host is not None else Host()
-        return visibility_env(self.name, physical_indices, view, env)
+        return visibility_env(self, physical_indices, host if host is not None else Host(), env)
+
+    def visibility_unset(self) -> tuple[str, ...]:
+        """Variables to remove before applying :meth:`visibility_env`'s assignments."""
+        from .visibility import visibility_unset
+
+        return visibility_unset(self)
+
+    def visibility_variables(self) -> tuple[str, ...]:
+        """Every variable this backend's runtime reads for visibility or order."""
+        from .visibility import variables_for
+
+        return variables_for(self)
 
     # -- capabilities ----------------------------------------------------------------------
 

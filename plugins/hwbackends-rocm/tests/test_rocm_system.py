@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from hwbackends_cuda import CudaBackend
 from hwbackends_rocm import RocmBackend
+from hwbackends_rocm._system import gfx_name
 
 from hwbackends import Host
 from hwbackends.cli import main
@@ -128,3 +129,18 @@ class TestRocmContract(BackendContract):
         "hosts/amd-no-driver.json",
     )
     sdk_modules = ("amdsmi",)
+
+
+@pytest.mark.parametrize(
+    ("version", "name"),
+    [
+        (90402, "gfx942"),
+        (90010, "gfx90a"),
+        (90500, "gfx950"),
+        (110501, "gfx1151"),
+        (100300, "gfx1030"),
+        (120001, "gfx1201"),
+    ],
+)
+def test_gfx_names(version: int, name: str) -> None:
+    assert gfx_name(version) == name

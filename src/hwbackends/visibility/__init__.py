@@ -1,9 +1,19 @@
 """Device visibility: how each runtime reads its visibility variables, and how to write them.
 
 Pure functions, no I/O: every answer is computed from an environment mapping and a host
-description (``hwbackends.Host`` or anything shaped like :class:`HostLike`). The rules follow
-``shared/reference/visibility-spec.md``; each backend module documents its physical index,
-its rules, and every choice made where the sources are silent or disagree.
+description (``hwbackends.Host`` or anything shaped like :class:`HostLike`).
+
+A backend declares its runtime's rules as a :class:`VisibilityRule`, usually one of the kinds
+here: :class:`IndexList` (a CUDA-style list of indices in one variable), :class:`CudaDevices`,
+:class:`RocmDevices`, :class:`LevelZeroDevices`, :class:`NeuronCores`, :class:`TpuChips`,
+:class:`GaudiModules`, :class:`AscendDevices`, :class:`SingleDevice`, :class:`AllVisible` and
+:class:`NoDevices`. Each kind documents its physical index, its rules with their public
+sources, and every choice made where the sources are silent or disagree.
+
+Every function takes ``backend`` as an installed backend's name (resolved through the
+installed plugins), a backend object, or a rule. With a name or a backend, the host's devices
+are first reduced to that backend's own (``BaseBackend.own_host``); a bare rule reads every
+device of the host it is given.
 
 Applying a written environment: remove every name in :func:`visibility_unset` first, then
 apply :func:`visibility_env`'s assignments (they win where a name is in both)::
@@ -16,15 +26,29 @@ apply :func:`visibility_env`'s assignments (they win where a name is in both)::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol
+from typing import Any
 
 from .._errors import VisibilityError
-from ._common import DeviceLike, HostLike, Trace, VisibilityReport, VisibleUnit
+from ._common import DeviceLike, HostLike, Trace, VisibilityReport, VisibilityRule, VisibleUnit
+from ._simple import AllVisible, IndexList, NoDevices, SingleDevice
 
 __all__ = [
+    "AllVisible",
+    "AscendDevices",
+    "CudaDevices",
     "DeviceLike",
+    "GaudiModules",
     "HostLike",
+    "IndexList",
+    "LevelZeroDevices",
+    "NeuronCores",
+    "NoDevices",
+    "RocmDevices",
+    "SingleDevice",
+    "TpuChips",
+    "Trace",
     "VisibilityReport",
+    "VisibilityRule",
     "VisibleUnit",
     "explain_visibility",
     "variables_for",
@@ -33,86 +57,99 @@ __all__ = [
     "visible_devices",
 ]
 
-# backend name -> vendor key of its devices in the host description (None: no devices).
-BACKEND_VENDORS: Mapping[str, str | None] = {
-    "cuda": "nvidia",
-    "rocm": "amd",
-    "xpu": "intel",
-    "neuron": "aws",
-    "tpu": "google",
-    "hpu": "habana",
-    "npu": "huawei",
-    "mlu": "cambricon",
-    "musa": "mthreads",
-    "mps": "apple",
-    "cpu": None,
+# The rule kinds with a runtime-specific grammar live in one module each, imported on use.
+_KIND_MODULES = {
+    "CudaDevices": "_cuda",
+    "RocmDevices": "_rocm",
+    "LevelZeroDevices": "_xpu",
+    "NeuronCores": "_neuron",
+    "TpuChips": "_tpu",
+    "GaudiModules": "_hpu",
+    "AscendDevices": "_npu",
 }
 
-
-class _Rules(Protocol):
-    """What each backend module provides."""
-
-    @property
-    def VARIABLES(self) -> tuple[str, ...]: ...
-    @property
-    def UNSET(self) -> tuple[str, ...]: ...
-
-    def read(self, env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]: ...
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]: ...
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._cuda import CudaDevices
+    from ._hpu import GaudiModules
+    from ._neuron import NeuronCores
+    from ._npu import AscendDevices
+    from ._rocm import RocmDevices
+    from ._tpu import TpuChips
+    from ._xpu import LevelZeroDevices
 
 
-def _rules(backend_name: str) -> _Rules:
-    """The rules of one backend; modules are imported on first use."""
-    if not isinstance(backend_name, str) or backend_name not in BACKEND_VENDORS:
+def __getattr__(name: str) -> object:
+    mod = _KIND_MODULES.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'hwbackends.visibility' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
+
+
+#: What the functions below accept as ``backend``: an installed backend's name, a backend
+#: object (anything with a ``visibility`` rule, e.g. a ``BaseBackend``), or a rule itself.
+BackendRef = Any
+
+
+def _resolve(backend: BackendRef, host: HostLike | None) -> tuple[str, VisibilityRule, Any]:
+    """``(name, rule, host view)``: a name is looked up among the installed backends."""
+    if isinstance(backend, VisibilityRule):
+        return type(backend).__name__, backend, host
+    if isinstance(backend, str):
+        backend = _installed(backend)
+    name = getattr(backend, "name", None)
+    if not isinstance(name, str):
         raise VisibilityError(
-            f"unknown backend name {backend_name!r}",
-            f"one of {', '.join(sorted(BACKEND_VENDORS))}",
-            "use one of these names (lower case)",
+            f"{backend!r} is neither a backend name, a backend nor a visibility rule",
+            "an installed backend's name (str), a backend object, or a VisibilityRule",
+            "pass e.g. 'cuda', hwbackends.get('cuda') or IndexList('ACME_VISIBLE_DEVICES')",
         )
-    if backend_name == "cuda":
-        from . import _cuda
+    rule = rule_of(backend)
+    view = host
+    own = getattr(backend, "own_host", None)
+    if host is not None and callable(own):
+        view = own(host)
+    return name, rule, view
 
-        return _cuda
-    if backend_name == "rocm":
-        from . import _rocm
 
-        return _rocm
-    if backend_name == "xpu":
-        from . import _xpu
+def rule_of(backend: object) -> VisibilityRule:
+    """A backend's declared rule; ``AllVisible()`` for one with devices but no declaration."""
+    rule = getattr(backend, "visibility", None)
+    if rule is None:
+        return AllVisible()
+    if not isinstance(rule, VisibilityRule):
+        raise VisibilityError(
+            f"the {getattr(backend, 'name', '?')} backend declares visibility = {rule!r}",
+            "a hwbackends.visibility.VisibilityRule (e.g. IndexList('ACME_VISIBLE_DEVICES'))",
+            "fix the plugin's visibility declaration",
+        )
+    return rule
 
-        return _xpu
-    if backend_name == "neuron":
-        from . import _neuron
 
-        return _neuron
-    if backend_name == "tpu":
-        from . import _tpu
+def _installed(name: str) -> object:
+    from .._errors import HwBackendsError
+    from .._registry import get, installed_names
 
-        return _tpu
-    if backend_name == "hpu":
-        from . import _hpu
-
-        return _hpu
-    if backend_name == "npu":
-        from . import _npu
-
-        return _npu
-    from . import _simple
-
-    if backend_name == "mlu":
-        return _simple.ListRules("mlu", "cambricon", "MLU_VISIBLE_DEVICES")
-    if backend_name == "musa":
-        return _simple.ListRules("musa", "mthreads", "MUSA_VISIBLE_DEVICES")
-    if backend_name == "mps":
-        return _simple.MpsRules()
-    return _simple.CpuRules()
+    try:
+        if name != name.strip().lower():
+            raise HwBackendsError(f"backend names are lower case without blanks, got {name!r}")
+        return get(name)
+    except HwBackendsError as exc:
+        names = installed_names()
+        raise VisibilityError(
+            f"no visibility rules for {name!r}: {exc.args[0] if exc.args else exc}",
+            f"the name of an installed backend ({', '.join(names)})",
+            "install the plugin that provides it, or pass the backend object or its "
+            "VisibilityRule instead of a name",
+        ) from None
 
 
 def explain_visibility(
-    backend_name: str, env: Mapping[str, str], host: HostLike
+    backend_name: BackendRef, env: Mapping[str, str], host: HostLike
 ) -> VisibilityReport:
     """Which units ``backend_name``'s runtime makes visible under ``env``, and why.
 
@@ -120,34 +157,34 @@ def explain_visibility(
     Raises :class:`VisibilityError` only for values the runtime itself refuses (documented per
     backend) and for malformed host descriptions; where the runtime truncates, so does this.
     """
-    rules = _rules(backend_name)
+    name, rules, view = _resolve(backend_name, host)
     if not isinstance(env, Mapping):
         raise VisibilityError(
             f"env must be a mapping, got {type(env).__name__}",
             "os.environ or a dict of variable names to strings",
         )
-    trace = Trace(backend_name, env)
-    units = rules.read(env, host, trace)
+    trace = Trace(name, env)
+    units = rules.read(env, view, trace)
     return trace.report(units)
 
 
-def visible_devices(backend_name: str, env: Mapping[str, str], host: HostLike) -> list[int]:
+def visible_devices(backend_name: BackendRef, env: Mapping[str, str], host: HostLike) -> list[int]:
     """Logical index i -> physical index (see the backend's module docs for its meaning)."""
     return explain_visibility(backend_name, env, host).physical
 
 
-def variables_for(backend_name: str) -> tuple[str, ...]:
+def variables_for(backend_name: BackendRef) -> tuple[str, ...]:
     """Every environment variable this backend's runtime reads for visibility or order."""
-    return tuple(_rules(backend_name).VARIABLES)
+    return tuple(_resolve(backend_name, None)[1].variables)
 
 
-def visibility_unset(backend_name: str) -> tuple[str, ...]:
+def visibility_unset(backend_name: BackendRef) -> tuple[str, ...]:
     """Variables to remove before applying :func:`visibility_env` (its assignments win)."""
-    return tuple(_rules(backend_name).UNSET)
+    return tuple(_resolve(backend_name, None)[1].unset)
 
 
 def visibility_env(
-    backend_name: str,
+    backend_name: BackendRef,
     physical_indices: Sequence[int],
     host: HostLike,
     env: Mapping[str, str] | None = None,
@@ -160,12 +197,13 @@ def visibility_env(
     ``env`` is the environment the indices were read under, where a runtime numbers devices
     differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards).
     """
-    rules = _rules(backend_name)
-    out = rules.write(physical_indices, host, env)
-    back = explain_visibility(backend_name, out, host).physical
+    name, rules, view = _resolve(backend_name, host)
+    out = rules.write(physical_indices, view, env)
+    trace = Trace(name, out)
+    back = [u.physical_index for u in rules.read(out, view, trace)]
     if back != list(physical_indices):
         raise VisibilityError(
-            f"{backend_name} cannot express the selection {list(physical_indices)} on this "
+            f"{name} cannot express the selection {list(physical_indices)} on this "
             f"host: {out} would make {back} visible",
             "a selection the runtime can express (see the backend's documentation)",
             "check the host description for repeated or missing UUIDs and ids",

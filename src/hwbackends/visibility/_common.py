@@ -44,8 +44,8 @@ class DeviceLike(Protocol):
 class HostLike(Protocol):
     """What the engine reads from a host (``hwbackends._host.Host`` fits).
 
-    An optional ``drivers`` mapping (``{"nvidia": "550.54.15"}``) is used when present, through
-    ``getattr``, to pick the MIG enumeration rules of the installed NVIDIA driver.
+    An optional ``drivers`` mapping (kernel module -> version) is used when present, through
+    ``getattr``, by rules whose semantics depend on the driver generation.
     """
 
     @property
@@ -105,6 +105,36 @@ class VisibilityReport:
             "warnings": list(self.warnings),
             "uncertain": self.uncertain,
         }
+
+
+class VisibilityRule:
+    """How one runtime reads its visibility variables, and how to write them.
+
+    A backend declares one as its ``visibility`` class attribute. The engine calls it with
+    the backend's own devices only (``host.devices`` is already filtered to them, in the
+    runtime's physical order), so a rule never filters by vendor. Subclass it for a runtime
+    whose grammar no built-in kind models; ``read`` must record what it did on the ``Trace``.
+    """
+
+    #: Every environment variable the runtime reads for visibility or device order.
+    variables: tuple[str, ...] = ()
+    #: Variables to remove before applying what ``write`` returns (its assignments win).
+    unset: tuple[str, ...] = ()
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        """The visible units under ``env``, in logical order; ``VisibilityError`` only for a
+        value the runtime itself refuses."""
+        raise NotImplementedError
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        """Assignments that make exactly ``physical`` visible, in that order (``env``: the
+        environment the indices were read under); ``VisibilityError`` when inexpressible."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
 
 
 @dataclass
@@ -192,7 +222,8 @@ def units_from(
     ]
 
 
-def devices_of(host: HostLike, vendor: str) -> list[DeviceLike]:
+def devices_of(host: HostLike) -> list[DeviceLike]:
+    """The devices a rule reads: the backend's own, in its runtime's physical order."""
     try:
         devices = list(host.devices)
     except (AttributeError, TypeError) as exc:
@@ -201,10 +232,10 @@ def devices_of(host: HostLike, vendor: str) -> list[DeviceLike]:
             "a hwbackends Host (or an object with 'devices' and 'cuda_fastest_first')",
             "build it with Host.from_dict(...) or Host.from_system()",
         ) from None
-    return [d for d in devices if getattr(d, "vendor", None) == vendor]
+    return devices
 
 
-def int_extra(dev: DeviceLike, key: str, position: int, vendor: str) -> int | None:
+def int_extra(dev: DeviceLike, key: str, position: int, kind: str) -> int | None:
     """A non-negative integer device extra, None when absent; anything else is an error."""
     extra = dev.extra or {}
     if key not in extra or extra[key] is None:
@@ -212,7 +243,7 @@ def int_extra(dev: DeviceLike, key: str, position: int, vendor: str) -> int | No
     value: object = extra[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise VisibilityError(
-            f"{vendor} device {position} has {key}={value!r}",
+            f"{kind} device {position} has {key}={value!r}",
             f"'{key}' to be a non-negative integer",
             f"fix the '{key}' field of that device in the host description",
         )

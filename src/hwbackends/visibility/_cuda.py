@@ -42,6 +42,7 @@ from ._common import (
     DeviceLike,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     c_strtoul,
     devices_of,
@@ -51,7 +52,7 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "nvidia"
+VENDOR = "GPU"
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
 UNSET: tuple[str, ...] = ()
 _UUIDS = ("GPU-", "MIG-")
@@ -82,11 +83,11 @@ class _Topo:
         return bool(self.mig_of[g])
 
 
-def _driver_major(host: HostLike) -> int | None:
+def _driver_major(host: HostLike, module: str | None) -> int | None:
     drivers = getattr(host, "drivers", None)
-    if not isinstance(drivers, Mapping):
+    if module is None or not isinstance(drivers, Mapping):
         return None
-    version = drivers.get("nvidia")
+    version = drivers.get(module)
     if not isinstance(version, str):
         return None
     head = version.strip().partition(".")[0]
@@ -103,8 +104,8 @@ def _opt_int(value: object, where: str) -> int | None:
     return value
 
 
-def topology(host: HostLike) -> _Topo:
-    gpus = devices_of(host, VENDOR)
+def topology(host: HostLike, driver_module: str | None = None) -> _Topo:
+    gpus = devices_of(host)
     n = len(gpus)
     units = [
         _Unit(physical=g, gpu=g, sub=None, label=d.uuid if d.uuid else f"gpu{g}")
@@ -117,12 +118,12 @@ def topology(host: HostLike) -> _Topo:
         if raw:
             if not isinstance(raw, Sequence) or isinstance(raw, (str, bytes)):
                 raise VisibilityError(
-                    f"nvidia device {g} has mig={raw!r}",
+                    f"GPU {g} has mig={raw!r}",
                     'a list of MIG instances such as [{"uuid": "MIG-...", "gi": 1, "ci": 0}]',
                     "fix the 'mig' field of that device in the host description",
                 )
             for k, inst in enumerate(raw):
-                where = f"nvidia device {g} mig[{k}]"
+                where = f"GPU {g} mig[{k}]"
                 uuid = inst.get("uuid") if isinstance(inst, Mapping) else None
                 if not isinstance(uuid, str) or not uuid.startswith("MIG-"):
                     raise VisibilityError(
@@ -142,7 +143,7 @@ def topology(host: HostLike) -> _Topo:
         units=units,
         mig_of=mig_of,
         gpu_uuids=[d.uuid for d in gpus],
-        driver_major=_driver_major(host),
+        driver_major=_driver_major(host, driver_module),
     )
 
 
@@ -361,8 +362,10 @@ def _expand(topo: _Topo, g: int, t: Trace) -> list[int]:
     return [g]
 
 
-def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-    topo = topology(host)
+def read(
+    env: Mapping[str, str], host: HostLike, t: Trace, driver_module: str | None = None
+) -> list[VisibleUnit]:
+    topo = topology(host, driver_module)
     t.step(
         f"Host: {topo.n} NVIDIA GPU(s), {len(topo.units) - topo.n} MIG instance(s) "
         "(physical indices: GPUs by NVML position, then MIG instances)."
@@ -543,7 +546,10 @@ def _torch_checks(
 
 
 def write(
-    physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    physical: Sequence[int],
+    host: HostLike,
+    env: Mapping[str, str] | None = None,
+    driver_module: str | None = None,
 ) -> dict[str, str]:
     """``CUDA_DEVICE_ORDER=PCI_BUS_ID`` and ``CUDA_VISIBLE_DEVICES`` for exactly ``physical``.
 
@@ -552,7 +558,7 @@ def write(
     mode (where integer numbering is undocumented), every entry is written as a UUID. An
     empty selection is ``CUDA_VISIBLE_DEVICES=""``, CUDA's documented "no GPU".
     """
-    topo = topology(host)
+    topo = topology(host, driver_module)
     sel = require_indices("cuda", physical, len(topo.units), "NVIDIA GPUs and MIG instances")
     out = {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
     for p in sel:
@@ -592,3 +598,28 @@ def write(
         rank = {g: i for i, g in enumerate(pci_order(topo))}
         out["CUDA_VISIBLE_DEVICES"] = ",".join(str(rank[p]) for p in sel)
     return out
+
+
+class CudaDevices(VisibilityRule):
+    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (see module docs).
+
+    ``driver_module`` names the kernel module whose version (``Host.drivers``) selects the
+    MIG enumeration rules of that driver generation; without it the R570+ rules apply.
+    """
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def __init__(self, *, driver_module: str | None = None) -> None:
+        self.driver_module = driver_module
+
+    def __repr__(self) -> str:
+        return f"CudaDevices(driver_module={self.driver_module!r})"
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace, self.driver_module)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env, self.driver_module)

@@ -23,6 +23,7 @@ from ._common import (
     C_SPACE,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     devices_of,
     int_extra,
@@ -32,14 +33,14 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "habana"
+VENDOR = "Gaudi"
 VARIABLES = ("HABANA_VISIBLE_MODULES",)
 UNSET: tuple[str, ...] = ()
 
 
 def module_ids(host: HostLike) -> list[int]:
     ids = []
-    for pos, dev in enumerate(devices_of(host, VENDOR)):
+    for pos, dev in enumerate(devices_of(host)):
         mid = int_extra(dev, "module_id", pos, VENDOR)
         ids.append(pos if mid is None else mid)
     if len(set(ids)) != len(ids):
@@ -109,3 +110,18 @@ def write(
             "do not start the process, or run it on the cpu backend",
         )
     return {"HABANA_VISIBLE_MODULES": ",".join(str(ids[p]) for p in sel)}
+
+
+class GaudiModules(VisibilityRule):
+    """``HABANA_VISIBLE_MODULES``: a list of module ids (see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

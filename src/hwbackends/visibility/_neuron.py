@@ -38,6 +38,7 @@ from ._common import (
     DeviceLike,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     devices_of,
     int_extra,
@@ -48,7 +49,7 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "aws"
+VENDOR = "Neuron"
 VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_LOGICAL_NC_CONFIG")
 UNSET = ("NEURON_RT_NUM_CORES",)
 
@@ -189,7 +190,7 @@ def parse_cores(raw: str, total: int, t: Trace) -> list[int]:
 
 
 def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-    devices = devices_of(host, VENDOR)
+    devices = devices_of(host)
     lnc = _read_lnc(devices, t)
     layout = _layout(devices, lnc, t)
     total = len(layout)
@@ -246,7 +247,7 @@ def write(
     keep their meaning. Cores must be ascending (the runtime reserves a set). The runtime has
     no documented "no core" value, so an empty selection is an error.
     """
-    devices = devices_of(host, VENDOR)
+    devices = devices_of(host)
     lnc, supported = default_lnc(devices)
     asked = (env or {}).get("NEURON_LOGICAL_NC_CONFIG", "").strip()
     if supported and asked in ("1", "2"):
@@ -264,3 +265,19 @@ def write(
     if supported:
         out["NEURON_LOGICAL_NC_CONFIG"] = str(lnc)
     return out
+
+
+class NeuronCores(VisibilityRule):
+    """The Neuron runtime's ``NEURON_RT_VISIBLE_CORES`` / ``NEURON_RT_NUM_CORES`` over
+    NeuronCores, at the logical core size ``NEURON_LOGICAL_NC_CONFIG`` (see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

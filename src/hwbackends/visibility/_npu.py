@@ -31,6 +31,7 @@ from ._common import (
     ASCII_DIGITS,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     devices_of,
     plain_uint,
@@ -40,7 +41,7 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "huawei"
+VENDOR = "Ascend"
 VARIABLES = ("ASCEND_RT_VISIBLE_DEVICES",)
 UNSET: tuple[str, ...] = ()
 
@@ -89,7 +90,7 @@ def _ids(value: str, n: int, t: Trace) -> list[int]:
 
 
 def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-    n = len(devices_of(host, VENDOR))
+    n = len(devices_of(host))
     t.step(f"Host: {n} Ascend device(s) (logical ids 0..{n - 1}).")
     value = t.read("ASCEND_RT_VISIBLE_DEVICES")
     t.note_if_set("ASCEND_VISIBLE_DEVICES", "it is read by the Ascend Docker Runtime at start")
@@ -111,7 +112,7 @@ def write(
     physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """``ASCEND_RT_VISIBLE_DEVICES`` with ascending logical ids; descending or empty raise."""
-    n = len(devices_of(host, VENDOR))
+    n = len(devices_of(host))
     sel = require_indices("npu", physical, n, "Ascend devices")
     require_ascending("npu", sel, "CANN supports only ascending ids")
     if not sel:
@@ -121,3 +122,18 @@ def write(
             "do not start the process, or run it on the cpu backend",
         )
     return {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(k) for k in sel)}
+
+
+class AscendDevices(VisibilityRule):
+    """``ASCEND_RT_VISIBLE_DEVICES``: ascending logical device ids (see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

@@ -34,6 +34,7 @@ from ._common import (
     C_SPACE,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     c_strtol_base0,
     canonical_uint,
@@ -44,7 +45,7 @@ from ._common import (
 )
 from ._cuda import torch_count_list, torch_parse
 
-VENDOR = "amd"
+VENDOR = "GPU"
 VARIABLES = (
     "ROCR_VISIBLE_DEVICES",
     "HIP_VISIBLE_DEVICES",
@@ -162,7 +163,7 @@ def hip_filter(value: str, agent_uuids: Sequence[str | None], source: str, t: Tr
 
 
 def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-    gpus = devices_of(host, VENDOR)
+    gpus = devices_of(host)
     uuids = [d.uuid for d in gpus]
     t.step(f"Host: {len(gpus)} AMD GPU(s) in KFD node order.")
     rocr = t.read("ROCR_VISIBLE_DEVICES")
@@ -257,7 +258,7 @@ def write(
     (see ``UNSET``). An empty selection is ``ROCR_VISIBLE_DEVICES=""`` (ROCr's "no GPU") with
     ``HIP_VISIBLE_DEVICES=""`` (so that PyTorch's pre-init count is 0 too).
     """
-    gpus = devices_of(host, VENDOR)
+    gpus = devices_of(host)
     sel = require_indices("rocm", physical, len(gpus), "AMD GPUs")
     if not sel:
         return {"ROCR_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}
@@ -265,3 +266,19 @@ def write(
         "ROCR_VISIBLE_DEVICES": ",".join(str(p) for p in sel),
         "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(sel))),
     }
+
+
+class RocmDevices(VisibilityRule):
+    """ROCm's two layers: ``ROCR_VISIBLE_DEVICES``, then ``HIP_VISIBLE_DEVICES`` or
+    ``CUDA_VISIBLE_DEVICES`` over the ROCr-filtered GPUs (see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

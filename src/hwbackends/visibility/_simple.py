@@ -1,17 +1,19 @@
-"""Cambricon MLU, Moore Threads MUSA, Apple MPS and the CPU.
+"""The generic rule kinds: CUDA-style index lists, one device, every device, no device.
 
-MLU (``MLU_VISIBLE_DEVICES``) and MUSA (``MUSA_VISIBLE_DEVICES``): no vendor specification was
-found (spec §8). Vendor examples use them like ``CUDA_VISIBLE_DEVICES`` (comma lists of driver
-indices, re-indexed from 0), and both PyTorch extensions follow ``torch.cuda``, so CUDA's
-integer rules are applied, all inferred: unset -> all; ``""`` -> none; entries read like
-``strtoul``; the first invalid or out-of-range entry ends the list; a repeated device empties
-the list. A set variable always makes the report uncertain. Physical index: position among the
-vendor's host devices. The writer refuses an empty selection (no documented "none").
+``IndexList(variable)`` reads a comma list of integer indices the way the CUDA runtime reads
+``CUDA_VISIBLE_DEVICES`` (NVIDIA CUDA C Programming Guide, "CUDA Environment Variables"):
+unset -> every device; ``""`` -> none; each entry is read like C ``strtoul`` (leading blanks
+skipped, trailing characters ignored); the first entry that names no device ends the list; a
+repeated device empties the list (PyTorch's reading of CUDA's list). Physical index: position
+among the backend's devices. Runtimes that document nothing of their own (Cambricon's
+``MLU_VISIBLE_DEVICES``, Moore Threads' ``MUSA_VISIBLE_DEVICES``) declare it with
+``inferred=True``, which marks every report where the variable is set as uncertain. The writer
+writes ``""`` for an empty selection only when ``empty_means_none`` is declared.
 
-MPS: no visibility variable exists; there is one Apple GPU (spec §9).
-``PYTORCH_ENABLE_MPS_FALLBACK`` only enables CPU fallback for missing ops and hides nothing.
-
-CPU: no visibility variable and no accelerator unit.
+``SingleDevice()``: one device and no variable that hides it (Apple's MPS); ``notes`` names
+related variables that hide nothing. ``AllVisible()``: no variable; every device is visible
+in host order, so only the whole list can be selected. ``NoDevices()``: no accelerator unit
+(the CPU).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from .._errors import VisibilityError
 from ._common import (
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     c_strtoul,
     devices_of,
@@ -31,32 +34,49 @@ from ._common import (
 )
 
 
-class ListRules:
-    """A CUDA-like list of integer indices, for runtimes without a published grammar."""
+class IndexList(VisibilityRule):
+    """A CUDA-style comma list of device indices in one variable (see the module docs)."""
 
-    def __init__(self, backend: str, vendor: str, variable: str) -> None:
-        self.backend = backend
-        self.VENDOR = vendor
+    def __init__(
+        self,
+        variable: str,
+        *,
+        inferred: bool = False,
+        empty_means_none: bool = True,
+        source: str = "",
+    ) -> None:
+        if not isinstance(variable, str) or not variable or "=" in variable:
+            raise VisibilityError(
+                f"IndexList needs an environment variable name, got {variable!r}",
+                "a name such as 'ACME_VISIBLE_DEVICES'",
+                "pass the variable your runtime reads",
+            )
         self.variable = variable
-        self.VARIABLES: tuple[str, ...] = (variable,)
-        self.UNSET: tuple[str, ...] = ()
+        self.inferred = inferred
+        self.empty_means_none = empty_means_none
+        self.source = source
+        self.variables: tuple[str, ...] = (variable,)
+        self.unset: tuple[str, ...] = ()
 
-    def read(self, env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-        n = len(devices_of(host, self.VENDOR))
-        t.step(f"Host: {n} {self.VENDOR} device(s).")
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        t = trace
+        n = len(devices_of(host))
+        t.step(f"Host: {n} device(s).")
         value = t.read(self.variable)
         picked: list[int] = []
         if value is None:
             t.step("Unset: every device is visible.")
             picked = list(range(n))
         else:
-            t.warn(
-                f"{self.variable} has no published specification; it is read like "
-                "CUDA_VISIBLE_DEVICES (inferred from vendor examples, spec §8).",
-                uncertain=True,
-            )
+            if self.inferred:
+                why = f" ({self.source})" if self.source else ""
+                t.warn(
+                    f"{self.variable} has no published specification; it is read like "
+                    f"CUDA_VISIBLE_DEVICES{why}.",
+                    uncertain=True,
+                )
             if value == "":
-                t.step("Set but empty: no device (CUDA's rule, inferred).")
+                t.step("Set but empty: no device.")
             else:
                 for i, token in enumerate(value.split(",")):
                     k, _ = c_strtoul(token)
@@ -64,7 +84,7 @@ class ListRules:
                         t.step(f"Entry {i} {show(token)} names no device: the list ends.")
                         break
                     if k in picked:
-                        t.step("A repeated device empties the list (CUDA's rule, inferred).")
+                        t.step("A repeated device empties the list.")
                         picked = []
                         break
                     picked.append(k)
@@ -74,9 +94,9 @@ class ListRules:
     def write(
         self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        n = len(devices_of(host, self.VENDOR))
-        sel = require_indices(self.backend, physical, n, f"{self.VENDOR} devices")
-        if not sel:
+        n = len(devices_of(host))
+        sel = require_indices(self.variable, physical, n, "devices")
+        if not sel and not self.empty_means_none:
             raise VisibilityError(
                 f"{self.variable} has no documented value that selects no device",
                 "at least one device",
@@ -84,47 +104,88 @@ class ListRules:
             )
         return {self.variable: ",".join(str(k) for k in sel)}
 
+    def __repr__(self) -> str:
+        return f"IndexList({self.variable!r})"
 
-class MpsRules:
-    VENDOR = "apple"
-    VARIABLES: tuple[str, ...] = ()
-    UNSET: tuple[str, ...] = ()
 
-    def read(self, env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-        t.step("MPS has no visibility or ordering variable (spec §9).")
-        t.note_if_set("PYTORCH_ENABLE_MPS_FALLBACK", "it only enables CPU fallback for missing ops")
-        n = len(devices_of(host, self.VENDOR))
+class SingleDevice(VisibilityRule):
+    """One device, visible as index 0, and no variable that hides it."""
+
+    def __init__(
+        self, *, notes: Mapping[str, str] | None = None, why: str = "", label: str = "0"
+    ) -> None:
+        # variable -> why it hides nothing; reported when set
+        self.notes = dict(notes or {})
+        self.why = why
+        self.label = label
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        t = trace
+        t.step(f"There is no visibility or ordering variable{self.why}.")
+        for name, why in self.notes.items():
+            t.note_if_set(name, why)
+        n = len(devices_of(host))
         if n:
-            t.step("The Apple GPU is visible as mps:0.")
-            return units_from([(0, 0, None, "mps")])
-        t.step("The host has no Apple GPU.")
+            t.step(f"The device is visible as index 0 ({self.label}).")
+            return units_from([(0, 0, None, self.label)])
+        t.step("The host has no such device.")
         return []
 
     def write(
         self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        n = min(1, len(devices_of(host, self.VENDOR)))
-        sel = require_indices("mps", physical, n, "Apple GPU (index 0)")
+        n = min(1, len(devices_of(host)))
+        sel = require_indices("this backend", physical, n, "the one device (index 0)")
         if not sel and n:
             raise VisibilityError(
-                "MPS cannot be hidden by an environment variable",
-                "[0] (the one Apple GPU)",
-                "use the cpu backend to run without the GPU",
+                "this device cannot be hidden by an environment variable",
+                "[0] (the one device)",
+                "use the cpu backend to run without it",
             )
         return {}
 
+    def __repr__(self) -> str:
+        return "SingleDevice()"
 
-class CpuRules:
-    VENDOR = ""
-    VARIABLES: tuple[str, ...] = ()
-    UNSET: tuple[str, ...] = ()
 
-    def read(self, env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-        t.step("The CPU backend has no visibility variable and no accelerator unit.")
+class AllVisible(VisibilityRule):
+    """No visibility variable: every device is visible, in host order."""
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        n = len(devices_of(host))
+        trace.step(f"No visibility variable is declared: all {n} device(s) are visible.")
+        return units_from([(k, k, None, str(k)) for k in range(n)])
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        n = len(devices_of(host))
+        sel = require_indices("this backend", physical, n, "devices")
+        if sel != list(range(n)):
+            raise VisibilityError(
+                f"no visibility variable is declared, so {sel} cannot be selected",
+                f"every device in host order ({list(range(n))})",
+                "declare the runtime's variable in the backend (for example "
+                "visibility = IndexList('ACME_VISIBLE_DEVICES'))",
+            )
+        return {}
+
+    def __repr__(self) -> str:
+        return "AllVisible()"
+
+
+class NoDevices(VisibilityRule):
+    """No accelerator unit and no variable (the CPU)."""
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        trace.step("This backend has no visibility variable and no accelerator unit.")
         return []
 
     def write(
         self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        require_indices("cpu", physical, 0, "accelerator units")
+        require_indices("this backend", physical, 0, "accelerator units")
         return {}
+
+    def __repr__(self) -> str:
+        return "NoDevices()"

@@ -30,6 +30,7 @@ from ._common import (
     C_SPACE,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     devices_of,
     plain_uint,
@@ -39,7 +40,7 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "google"
+VENDOR = "TPU"
 VARIABLES = (
     "TPU_VISIBLE_CHIPS",
     "TPU_VISIBLE_DEVICES",
@@ -76,7 +77,7 @@ def _bounds(name: str, raw: str) -> tuple[int, int, int]:
 
 
 def read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-    chips = devices_of(host, VENDOR)
+    chips = devices_of(host)
     n = len(chips)
     t.step(f"Host: {n} TPU chip(s).")
     name, value = _pick(t, "TPU_VISIBLE_CHIPS", "TPU_VISIBLE_DEVICES")
@@ -151,7 +152,7 @@ def write(
     ``2,2,1``) and ``TPU_PROCESS_BOUNDS=1,1,1``; the chips of a 2- or 4-chip subset must be
     neighbours on the board, which the host description cannot check. Other sizes and an
     empty selection have no documented expression and raise VisibilityError."""
-    n = len(devices_of(host, VENDOR))
+    n = len(devices_of(host))
     sel = require_indices("tpu", physical, n, "TPU chips")
     require_ascending("tpu", sel, "libtpu numbers the chips it opens by position")
     if sel and len(sel) == n:
@@ -167,3 +168,18 @@ def write(
         "TPU_CHIPS_PER_PROCESS_BOUNDS": _SHAPES[len(sel)],
         "TPU_PROCESS_BOUNDS": "1,1,1",
     }
+
+
+class TpuChips(VisibilityRule):
+    """libtpu's ``TPU_VISIBLE_CHIPS`` with the process and host bounds (see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

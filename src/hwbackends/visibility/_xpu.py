@@ -51,6 +51,7 @@ from ._common import (
     DeviceLike,
     HostLike,
     Trace,
+    VisibilityRule,
     VisibleUnit,
     c_strtoul,
     devices_of,
@@ -62,7 +63,7 @@ from ._common import (
     units_from,
 )
 
-VENDOR = "intel"
+VENDOR = "Intel GPU"
 VARIABLES = (
     "ZE_AFFINITY_MASK",
     "ZE_FLAT_DEVICE_HIERARCHY",
@@ -93,7 +94,7 @@ class _Root:
 
 
 def _cards(host: HostLike) -> list[_Card]:
-    devices: list[DeviceLike] = devices_of(host, VENDOR)
+    devices: list[DeviceLike] = devices_of(host)
     cards = []
     for pos, dev in enumerate(devices):
         tiles = int_extra(dev, "tiles", pos, VENDOR)
@@ -387,3 +388,19 @@ def write(
     else:
         out["ZE_AFFINITY_MASK"] = ",".join(str(k) for k in sel)
     return out
+
+
+class LevelZeroDevices(VisibilityRule):
+    """Level Zero's ``ONEAPI_DEVICE_SELECTOR`` and ``ZE_AFFINITY_MASK`` with
+    ``ZE_FLAT_DEVICE_HIERARCHY`` (cards or tiles; see module docs)."""
+
+    variables = VARIABLES
+    unset = UNSET
+
+    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
+        return read(env, host, trace)
+
+    def write(
+        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
+    ) -> dict[str, str]:
+        return write(physical, host, env)

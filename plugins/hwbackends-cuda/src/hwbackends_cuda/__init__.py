@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from hwbackends._facts import (
+from hwbackends.facts import (
     USE_KERNELS_ADVICE,
     flash_attention_options,
     kernel_layers,
@@ -21,8 +21,9 @@ from hwbackends._facts import (
     transformers_tables,
 )
 from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
+from hwbackends.visibility import CudaDevices
 
-from . import _arch, _nvml, _probe
+from . import _arch, _nvml, _probe, _system
 from ._attention import FLASH
 from ._quant import VERDICTS
 
@@ -53,20 +54,38 @@ class CudaBackend(BaseBackend):
     name: ClassVar[str] = "cuda"
     device_type: ClassVar[str] = "cuda"
     priority: ClassVar[int] = 100
+    display: ClassVar[str] = "NVIDIA CUDA"
     vendor: ClassVar[str | None] = "nvidia"
-    device_nodes: ClassVar[tuple[str, ...]] = ("nvidia",)
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x10DE,)
+    # NVIDIA also makes audio functions, USB controllers and NVSwitch bridges: GPUs are
+    # display controllers (0x03) or 3D/processing accelerators (0x12).
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
+    device_nodes: ClassVar[tuple[str, ...]] = ("nvidia{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
+    watch_paths: ClassVar[tuple[str, ...]] = ("proc/driver/nvidia/version",)
     torch_flavour: ClassVar[str | None] = "cuda"
     install_hint: ClassVar[str] = torch_install_hint("cuda")
     distributed_backend: ClassVar[str] = "nccl"
+    visibility = CudaDevices(driver_module="nvidia")
 
-    @property
-    def display_name(self) -> str:
-        return "NVIDIA CUDA"
+    # -- reading the machine -----------------------------------------------------------------
+
+    def read_devices(
+        self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
+    ) -> tuple[HostDevice, ...]:
+        return _system.enrich(root, found)
+
+    def read_drivers(self, root: str) -> dict[str, str]:
+        out = super().read_drivers(root)
+        version = _system.driver_version(root)
+        if version is not None:
+            out["nvidia"] = version or out.get("nvidia", "")
+        return out
 
     # -- probe -------------------------------------------------------------------------------
 
     def probe(self, host: Host) -> Probe:
-        archs = [self.arch_of(d) for d in host.devices_of("nvidia")]
+        archs = [self.arch_of(d) for d in self.host_devices(host)]
         return _probe.probe(self.name, host, archs)
 
     # -- devices -----------------------------------------------------------------------------
@@ -111,7 +130,7 @@ class CudaBackend(BaseBackend):
     ) -> Capabilities:
         arch = device.arch if device is not None else None
         if device is None and host is not None:
-            own = host.devices_of("nvidia")
+            own = self.host_devices(host)
             arch = self.arch_of(own[0]) if own else None
         row = _arch.SM.get(arch or "")
         cap = row.capability if row else None

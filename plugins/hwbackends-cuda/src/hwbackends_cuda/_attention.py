@@ -1,13 +1,13 @@
 """Where each flash-attention version runs on NVIDIA GPUs (rows in order of preference).
 
 The mechanism (installed package first, else the hub kernel Transformers falls back to, read
-from the installed Transformers) is ``hwbackends._facts.flash_attention_options``; this table
+from the installed Transformers) is ``hwbackends.facts.flash_attention_options``; this table
 only says which architectures each implementation supports.
 """
 
 from __future__ import annotations
 
-from hwbackends._facts import FlashRow
+from hwbackends.facts import FlashRow
 
 from ._arch import sm_at_least
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from hwbackends._facts import (
+from hwbackends.facts import (
     TORCH_INDEXES,
     describes_drivers,
     release,
     torch_build_problem,
     version_in_range,
 )
-from hwbackends._protocol import Probe
+from hwbackends.plugin import Probe
 
 from ._arch import SM
 

@@ -2,13 +2,12 @@
 
 "Supported" means: passes the method's ``validate_environment`` in Transformers 5.22 on such
 a GPU and the Transformers docs table marks CUDA green. The packages each method needs and
-what its gate checks come from the shared catalogue ``hwbackends._facts.QUANT_METHODS``.
+what its gate checks come from the shared catalogue ``hwbackends.facts.QUANT_METHODS``.
 """
 
 from __future__ import annotations
 
-from hwbackends._facts import HF_REF, QuantVerdict
-from hwbackends._protocol import SupportLevel
+from hwbackends.facts import HF_REF, QuantVerdict, SupportLevel
 
 from ._arch import sm_at_least
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.visibility import GaudiModules
 
 from . import _facts
 
@@ -23,8 +24,12 @@ class HpuBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "habana"
     display: ClassVar[str] = "Intel Gaudi"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1DA3,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    device_nodes: ClassVar[tuple[str, ...]] = ("hl{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("habanalabs",)
+    visibility = GaudiModules()
     pci_models = _facts.PCI_MODELS
-    node_patterns: ClassVar[tuple[str, ...]] = ("hl",)
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     packages: ClassVar[tuple[str, ...]] = ("habana-torch-plugin",)
     distributed_backend: ClassVar[str] = "hccl"

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
 from hwbackends.plugin import AttentionOption
+from hwbackends.visibility import IndexList
 
 from . import _facts
 
@@ -24,7 +25,16 @@ class MluBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "cambricon"
     display: ClassVar[str] = "Cambricon MLU"
-    node_patterns: ClassVar[tuple[str, ...]] = ("cambricon_dev",)
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0xCABC,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    device_nodes: ClassVar[tuple[str, ...]] = ("cambricon_dev{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("cambricon_drv",)
+    visibility = IndexList(
+        "MLU_VISIBLE_DEVICES",
+        inferred=True,
+        empty_means_none=False,
+        source="no vendor specification; inferred from vendor examples",
+    )
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     packages: ClassVar[tuple[str, ...]] = ("torch-mlu",)
     distributed_backend: ClassVar[str] = "cncl"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwbackends._accel_facts import ArchFacts, Stack, flash_attention_2
+from hwbackends.facts import ArchFacts, Stack, flash_attention_2
 from hwbackends.plugin import Limitation, common_attention
 
 HF = "shared/reference/hf-integration.md"

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
-from hwbackends._facts import version_in_range
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack, version_in_range
 from hwbackends.plugin import AttentionOption
+from hwbackends.visibility import SingleDevice
 
 from . import _facts
 
 if TYPE_CHECKING:
-    from hwbackends import Host
+    from hwbackends import Host, HostDevice
 
 __all__ = ["MpsBackend"]
 __version__ = "0.1.0"
@@ -37,6 +37,11 @@ class MpsBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "apple"
     display: ClassVar[str] = "Apple Silicon GPU"
+    visibility = SingleDevice(
+        notes={"PYTORCH_ENABLE_MPS_FALLBACK": "it only enables CPU fallback for missing ops"},
+        why=" for MPS",
+        label="mps",
+    )
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     packages: ClassVar[tuple[str, ...]] = ("torch",)
     distributed_backend: ClassVar[str] = "gloo"
@@ -45,6 +50,24 @@ class MpsBackend(AcceleratorBackend):
     attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
     quantization = _facts.QUANTIZATION
     limitations = _facts.LIMITATIONS
+
+    def read_devices(
+        self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
+    ) -> tuple[HostDevice, ...]:
+        """The one Apple GPU of an Apple Silicon Mac; it is not a PCI function."""
+        if system != "Darwin" or machine != "arm64":
+            return found
+        import platform
+
+        from hwbackends import HostDevice
+
+        # mac_ver() reads SystemVersion.plist; MPS needs macOS 12.3, bf16 on MPS macOS 14.
+        macos = platform.mac_ver()[0]
+        extra = {"macos": macos} if macos else {}
+        gpu = HostDevice(
+            vendor="apple", name="Apple Silicon GPU", arch="apple-silicon", extra=extra
+        )
+        return (*found, gpu)
 
     def extra_problem(self, host: Host) -> str | None:
         mac = macos_version(host)

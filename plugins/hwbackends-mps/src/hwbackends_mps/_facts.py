@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwbackends._accel_facts import ArchFacts, Stack, hub_kernel_attention
+from hwbackends.facts import ArchFacts, Stack, hub_kernel_attention
 from hwbackends.plugin import Limitation, QuantSupport, common_attention
 
 HF = "shared/reference/hf-integration.md"

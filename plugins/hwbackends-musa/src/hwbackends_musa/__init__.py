@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
 from hwbackends.plugin import AttentionOption
+from hwbackends.visibility import IndexList
 
 from . import _facts
 
@@ -23,6 +24,15 @@ class MusaBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "mthreads"
     display: ClassVar[str] = "Moore Threads GPU"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1ED5,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    driver_modules: ClassVar[tuple[str, ...]] = ("mtgpu",)
+    visibility = IndexList(
+        "MUSA_VISIBLE_DEVICES",
+        inferred=True,
+        empty_means_none=False,
+        source="no vendor specification; inferred from vendor examples",
+    )
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     packages: ClassVar[tuple[str, ...]] = ("torch-musa",)
     distributed_backend: ClassVar[str] = "mccl"

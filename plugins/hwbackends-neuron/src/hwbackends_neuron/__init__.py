@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.visibility import NeuronCores
 
 from . import _facts
 
@@ -25,11 +26,15 @@ class NeuronBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "aws"
     display: ClassVar[str] = "AWS Neuron"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1D0F,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    device_nodes: ClassVar[tuple[str, ...]] = ("neuron{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("neuron",)
+    visibility = NeuronCores()
     pci_models = _facts.PCI_MODELS
     # Amazon's vendor id also covers the EC2 VGA function, ENA and NVMe: only the Neuron
     # driver's device ids count.
     only_known_ids: ClassVar[bool] = True
-    node_patterns: ClassVar[tuple[str, ...]] = ("neuron",)
     # XLA first: where torch-xla is installed next to torch-neuronx, that stack is in use.
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.XLA_STACK, _facts.NATIVE_STACK)
     packages: ClassVar[tuple[str, ...]] = ("torch-neuronx",)

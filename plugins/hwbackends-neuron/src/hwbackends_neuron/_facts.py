@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwbackends._accel_facts import ArchFacts, PciModel, Stack
+from hwbackends.facts import ArchFacts, PciModel, Stack
 from hwbackends.plugin import Limitation
 
 HF = "shared/reference/hf-integration.md"

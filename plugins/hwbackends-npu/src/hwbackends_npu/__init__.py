@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
 from hwbackends.plugin import AttentionOption, Capabilities, Device
+from hwbackends.visibility import AscendDevices
 
 from . import _facts
 
@@ -27,11 +28,15 @@ class NpuBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "huawei"
     display: ClassVar[str] = "Huawei Ascend"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x19E5,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    device_nodes: ClassVar[tuple[str, ...]] = ("davinci{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("drv_pcie_host",)
+    visibility = AscendDevices()
     pci_models = _facts.PCI_MODELS
     # Huawei's vendor id also covers HiSilicon NICs, SAS, ZIP/SEC/HPRE engines and DMA on
     # Kunpeng hosts (some in the accelerator class): only Ascend ids count.
     only_known_ids: ClassVar[bool] = True
-    node_patterns: ClassVar[tuple[str, ...]] = ("davinci",)
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     packages: ClassVar[tuple[str, ...]] = ("torch-npu",)
     distributed_backend: ClassVar[str] = "hccl"

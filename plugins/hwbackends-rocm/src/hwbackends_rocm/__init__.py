@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from hwbackends._facts import (
+from hwbackends.facts import (
     USE_KERNELS_ADVICE,
     flash_attention_options,
     kernel_layers,
@@ -21,8 +21,9 @@ from hwbackends._facts import (
     transformers_tables,
 )
 from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
+from hwbackends.visibility import RocmDevices
 
-from . import _probe
+from . import _probe, _system
 from ._arch import GFX, capability
 from ._attention import FLASH
 from ._quant import VERDICTS
@@ -72,15 +73,23 @@ class RocmBackend(BaseBackend):
     name: ClassVar[str] = "rocm"
     device_type: ClassVar[str] = "cuda"
     priority: ClassVar[int] = 100
+    display: ClassVar[str] = "AMD ROCm"
     vendor: ClassVar[str | None] = "amd"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1002,)
+    # AMD (ATI) also makes HDMI audio functions: GPUs are display (0x03) or accelerators (0x12).
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("kfd",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("amdgpu",)
+    watch_paths: ClassVar[tuple[str, ...]] = (_system.NODES,)
     torch_flavour: ClassVar[str | None] = "rocm"
     install_hint: ClassVar[str] = torch_install_hint("rocm")
     distributed_backend: ClassVar[str] = "nccl"
+    visibility = RocmDevices()
 
-    @property
-    def display_name(self) -> str:
-        return "AMD ROCm"
+    def read_devices(
+        self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
+    ) -> tuple[HostDevice, ...]:
+        return _system.order_by_kfd(root, found)
 
     def probe(self, host: Host) -> Probe:
         def pin(positions: list[int]) -> str | None:

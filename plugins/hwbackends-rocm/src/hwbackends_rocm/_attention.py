@@ -1,6 +1,6 @@
 """Where each flash-attention version runs on AMD GPUs (rows in order of preference).
 
-The mechanism is ``hwbackends._facts.flash_attention_options``; this table only says which gfx
+The mechanism is ``hwbackends.facts.flash_attention_options``; this table only says which gfx
 targets each implementation supports. On ROCm, Transformers' fallback table maps both
 flash_attention_2 and flash_attention_3 to ``kernels-community/aiter-flash-attn`` and FA4 to a
 CUDA-only kernel (read from the installed Transformers at run time).
@@ -8,7 +8,7 @@ CUDA-only kernel (read from the installed Transformers at run time).
 
 from __future__ import annotations
 
-from hwbackends._facts import FlashRow
+from hwbackends.facts import FlashRow
 
 __all__ = ["FLASH"]
 

@@ -17,8 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from hwbackends._facts import describes_drivers, torch_build_problem, version_in_range
-from hwbackends._protocol import Probe
+from hwbackends.facts import describes_drivers, torch_build_problem, version_in_range
+from hwbackends.plugin import Probe
 
 from ._arch import GFX, GfxArch
 

@@ -3,13 +3,12 @@
 On ROCm ``torch.cuda.is_available()`` is True and the capability torch reports is the gfx
 major/minor (9.4 on MI300), so Transformers' CUDA gates usually *pass*: what fails is the
 method's own kernel, at load or at the first forward. The verdicts below say so; the shared
-catalogue ``hwbackends._facts.QUANT_METHODS`` gives the packages and the gate of each method.
+catalogue ``hwbackends.facts.QUANT_METHODS`` gives the packages and the gate of each method.
 """
 
 from __future__ import annotations
 
-from hwbackends._facts import HF_REF, QuantVerdict
-from hwbackends._protocol import SupportLevel
+from hwbackends.facts import HF_REF, QuantVerdict, SupportLevel
 
 from ._arch import GFX, gfx_where
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.visibility import TpuChips
 
 from . import _facts
 
@@ -23,11 +24,14 @@ class TpuBackend(AcceleratorBackend):
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "google"
     display: ClassVar[str] = "Google TPU"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1AE0,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
+    device_nodes: ClassVar[tuple[str, ...]] = ("accel{n}",)
+    visibility = TpuChips()
     pci_models = _facts.PCI_MODELS
     # Google's vendor id also covers gVNIC and other virtual functions: only TPU ids count.
     only_known_ids: ClassVar[bool] = True
     # /dev/accel<N> on v2-v4 (v5e and later use /dev/vfio/<N>, which any passthrough uses).
-    node_patterns: ClassVar[tuple[str, ...]] = ("accel",)
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.NATIVE_STACK, _facts.XLA_STACK)
     packages: ClassVar[tuple[str, ...]] = ("torch-tpu",)
     distributed_backend: ClassVar[str] = "tpu_dist"

@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, ClassVar
 
-from hwbackends._accel_facts import AcceleratorBackend, ArchFacts, Stack
-from hwbackends._facts import torch_install_hint
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack, torch_install_hint
 from hwbackends.plugin import AttentionOption, Probe
+from hwbackends.visibility import LevelZeroDevices
 
 from . import _facts
 
@@ -38,6 +38,11 @@ class XpuBackend(AcceleratorBackend):
     priority: ClassVar[int] = 40  # below dedicated accelerators and NVIDIA/AMD GPUs
     vendor: ClassVar[str | None] = "intel"
     display: ClassVar[str] = "Intel GPU"
+    # Intel also makes NICs, chipsets and audio: GPUs are display (0x03) or accelerators (0x12).
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x8086,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
+    driver_modules: ClassVar[tuple[str, ...]] = ("i915", "xe")
+    visibility = LevelZeroDevices()
     pci_models = _facts.PCI_MODELS
     stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
     torch_flavour: ClassVar[str | None] = "xpu"

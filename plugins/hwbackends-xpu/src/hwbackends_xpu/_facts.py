@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwbackends._accel_facts import (
+from hwbackends.facts import (
     ArchFacts,
     PciModel,
     Stack,

@@ -54,7 +54,27 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
 
     overrides = parse_env_overrides(args.env or [])
     host_file = args.host or os.environ.get("HWBACKENDS_HOST") or None
-    host = Host.from_file(host_file) if host_file else Host.from_system()
+    root = getattr(args, "root", None)
+    if root is not None and host_file:
+        raise UsageError(
+            "--root and a host file were both given",
+            "either a machine's root folder (--root) or a simulated host (--host)",
+            "drop one of them (unset HWBACKENDS_HOST for --root)",
+        )
+    if root is not None and not os.path.isdir(root):
+        raise UsageError(
+            f"--root {root!r} is not a folder",
+            "the root of a machine's file tree, holding sys/, proc/ and dev/",
+            "pass an existing folder, or leave --root out to read this machine",
+        )
+    if host_file:
+        host = Host.from_file(host_file)
+    else:
+        from ._registry import installed_backends
+
+        host = Host.from_system(
+            root or "/", backends=installed_backends({**os.environ, **overrides})
+        )
     base: dict[str, str] = dict(host.env) if host.simulated and host.env is not None else {}
     if not host.simulated:
         base = dict(os.environ)
@@ -474,7 +494,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     assignment = backend.visibility_env(indices, host=report.host, env=env)
     from .visibility import visibility_unset
 
-    unset = [k for k in visibility_unset(backend.name) if k not in assignment]
+    unset = [k for k in visibility_unset(backend) if k not in assignment]
     if args.json:
         print(
             _json(
@@ -597,6 +617,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--host", metavar="FILE", help="simulate the host described by FILE")
+    common.add_argument(
+        "--root",
+        metavar="DIR",
+        help="read the machine's sys/, proc/ and dev/ under DIR instead of / (a container "
+        "image, or a copied tree)",
+    )
     common.add_argument(
         "--env",
         metavar="KEY=VALUE",

@@ -210,7 +210,7 @@ def launch_plan(
             node_env = t.backend.visibility_env(
                 [d.physical_index for d in used], host=t.host, env=t.env
             )
-            unset = tuple(k for k in visibility_unset(t.name) if k not in node_env)
+            unset = tuple(k for k in visibility_unset(t.backend) if k not in node_env)
         except VisibilityError as exc:  # e.g. tiles the runtime's variable cannot name alone
             problems.append(
                 f"the devices cannot be pinned with {t.name}'s visibility variables ({exc}); "

@@ -22,8 +22,8 @@ from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     devices_of,
     int_extra,
@@ -112,16 +112,10 @@ def write(
     return {"HABANA_VISIBLE_MODULES": ",".join(str(ids[p]) for p in sel)}
 
 
-class GaudiModules(VisibilityRule):
+class GaudiModules(ModuleRule):
     """``HABANA_VISIBLE_MODULES``: a list of module ids (see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

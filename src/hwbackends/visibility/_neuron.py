@@ -37,8 +37,8 @@ from ._common import (
     C_SPACE,
     DeviceLike,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     devices_of,
     int_extra,
@@ -267,17 +267,11 @@ def write(
     return out
 
 
-class NeuronCores(VisibilityRule):
+class NeuronCores(ModuleRule):
     """The Neuron runtime's ``NEURON_RT_VISIBLE_CORES`` / ``NEURON_RT_NUM_CORES`` over
     NeuronCores, at the logical core size ``NEURON_LOGICAL_NC_CONFIG`` (see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

@@ -30,8 +30,8 @@ from .._errors import VisibilityError
 from ._common import (
     ASCII_DIGITS,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     devices_of,
     plain_uint,
@@ -124,16 +124,10 @@ def write(
     return {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(k) for k in sel)}
 
 
-class AscendDevices(VisibilityRule):
+class AscendDevices(ModuleRule):
     """``ASCEND_RT_VISIBLE_DEVICES``: ascending logical device ids (see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

@@ -33,8 +33,8 @@ from collections.abc import Mapping, Sequence
 from ._common import (
     C_SPACE,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     c_strtol_base0,
     canonical_uint,
@@ -268,17 +268,11 @@ def write(
     }
 
 
-class RocmDevices(VisibilityRule):
+class RocmDevices(ModuleRule):
     """ROCm's two layers: ``ROCR_VISIBLE_DEVICES``, then ``HIP_VISIBLE_DEVICES`` or
     ``CUDA_VISIBLE_DEVICES`` over the ROCr-filtered GPUs (see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

@@ -29,8 +29,8 @@ from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     devices_of,
     plain_uint,
@@ -170,16 +170,10 @@ def write(
     }
 
 
-class TpuChips(VisibilityRule):
+class TpuChips(ModuleRule):
     """libtpu's ``TPU_VISIBLE_CHIPS`` with the process and host bounds (see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

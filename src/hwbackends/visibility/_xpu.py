@@ -50,8 +50,8 @@ from ._common import (
     C_SPACE,
     DeviceLike,
     HostLike,
+    ModuleRule,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     c_strtoul,
     devices_of,
@@ -390,17 +390,11 @@ def write(
     return out
 
 
-class LevelZeroDevices(VisibilityRule):
+class LevelZeroDevices(ModuleRule):
     """Level Zero's ``ONEAPI_DEVICE_SELECTOR`` and ``ZE_AFFINITY_MASK`` with
     ``ZE_FLAT_DEVICE_HIERARCHY`` (cards or tiles; see module docs)."""
 
     variables = VARIABLES
     unset = UNSET
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env)
+    _read = staticmethod(read)
+    _write = staticmethod(write)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 PROBE = (
     "import sys, json, hwbackends, hwbackends._fast as f\n"
     "b = hwbackends.current()\n"
@@ -82,3 +84,24 @@ def test_working_directory_and_alternating_environments_keep_hitting(tmp_path: P
     assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "miss"
     assert run(tmp_path, site)["last"] == "hit"
     assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "hit"
+
+
+def test_declared_variables_and_paths_without_visible_in_their_name_miss(tmp_path: Path) -> None:
+    """The cache watches what installed backends declare (the cuda plugin's
+    CUDA_DEVICE_ORDER, the neuron plugin's NEURON_LOGICAL_NC_CONFIG), not a vendor list."""
+    site = tmp_path / "site"
+    site.mkdir()
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    for var, value in (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("NEURON_LOGICAL_NC_CONFIG", "1")):
+        assert run(tmp_path, site, **{var: value})["last"] == "miss", var
+        assert run(tmp_path, site, **{var: value})["last"] == "hit", var
+    assert run(tmp_path, site, UNRELATED_SETTING="x")["last"] == "hit"
+
+
+def test_watch_lists_come_from_declarations() -> None:
+    from hwbackends._registry import watch_lists
+
+    pytest.importorskip("hwbackends_cuda")
+    names, paths = watch_lists()
+    assert "CUDA_DEVICE_ORDER" in names and "proc/driver/nvidia/version" in paths

@@ -72,7 +72,7 @@ KNOWN_PLUGINS: tuple[KnownPlugin, ...] = (
         (0xD100, 0xD500, 0xD801, 0xD802, 0xD803),
     ),
     KnownPlugin("mlu", "cambricon", "Cambricon MLU", (0xCABC,), _ACCEL, ("cambricon_dev{n}",)),
-    KnownPlugin("musa", "mthreads", "Moore Threads GPU", (0x1ED5,), _ACCEL, ("mtgpu{n}",)),
+    KnownPlugin("musa", "mthreads", "Moore Threads GPU", (0x1ED5,), _ACCEL),
     KnownPlugin("mps", "apple", "Apple Silicon GPU", ()),
 )  # fmt: skip
 

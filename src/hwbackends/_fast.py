@@ -5,10 +5,13 @@ importing ``dataclasses``/``typing`` and the plugins' fact tables). Its answer d
 inputs that are cheap to fingerprint: the interpreter and ``sys.path`` (each directory's
 mtime changes when a distribution is installed or removed), the PCI devices, ``/dev`` nodes and
 loaded kernel modules, and the environment variables selection reads. When the fingerprint
-matches the cached one, only the chosen backend's module is imported (DESIGN.md rule 1).
+matches the cached one, only the chosen backend's module is imported.
 
-Measured trade-offs are in shared/reference/style-anchors.md §7: a ``marshal`` file keyed on
-directory mtimes, written atomically, tolerant of read-only homes, with a bypass switch.
+The fingerprint names no vendor: a full selection records, with its answer, what the installed
+backends declare that it read (their visibility variables, the ``/dev`` folders of their node
+patterns, their ``watch_paths``), and a later lookup compares exactly those. A ``marshal`` file
+keyed on directory mtimes, written atomically, tolerant of read-only homes, with a bypass
+switch.
 Bypass: ``HWBACKENDS_NO_CACHE=1``. Never used with ``HWBACKENDS_HOST`` (a simulated host) or
 ``HWBACKENDS_STRICT`` (which must load every plugin). An edit of a plugin's source in place
 (an editable install) is not noticed: use the bypass while developing a plugin.
@@ -28,12 +31,8 @@ if TYPE_CHECKING:
 
     from ._protocol import Backend
 
-_FORMAT = 2
+_FORMAT = 3
 _KEEP = 16  # answers kept per interpreter
-_ENV_EXACT = frozenset(
-    {"CUDA_DEVICE_ORDER", "ONEAPI_DEVICE_SELECTOR", "PYTORCH_ENABLE_MPS_FALLBACK"}
-)
-_ENV_PREFIXES = ("HWBACKENDS_", "NEURON_", "TPU_", "ZE_", "HABANA_", "ASCEND_")
 
 #: Backend instances made here, by entry-point value, so the registry reuses them.
 INSTANCES: dict[str, Backend] = {}
@@ -61,11 +60,7 @@ def fingerprint(root: str = "/") -> tuple[object, ...]:
     """Everything the default selection depends on, cheaply."""
     env = os.environ
     relevant = tuple(
-        sorted(
-            (k, env[k])
-            for k in env
-            if k in _ENV_EXACT or k.startswith(_ENV_PREFIXES) or "VISIBLE" in k
-        )
+        sorted((k, env[k]) for k in env if k.startswith("HWBACKENDS_") or "VISIBLE" in k)
     )
     return (_machine_part(root), relevant, _paths_part())
 
@@ -93,12 +88,18 @@ def _machine_part(root: str) -> tuple[object, ...]:
         sys.version,
         _listing(j(root, "sys/bus/pci/devices")),
         _listing(j(root, "dev")),
-        _listing(j(root, "dev/dri")),
-        _listing(j(root, "dev/accel")),
-        _listing(j(root, "sys/class/kfd/kfd/topology/nodes")),
-        _mtime(j(root, "proc/driver/nvidia/version")),
         modules,
         os.uname().sysname if hasattr(os, "uname") else sys.platform,
+    )
+
+
+def detail(watch: tuple[tuple[str, ...], tuple[str, ...]], root: str = "/") -> tuple[object, ...]:
+    """The values of what the installed backends declared they read (see ``watch_lists``)."""
+    env = os.environ
+    names, paths = watch
+    return (
+        tuple(env.get(k) for k in names),
+        tuple((_listing(os.path.join(root, p)), _mtime(os.path.join(root, p))) for p in paths),
     )
 
 
@@ -165,7 +166,16 @@ def _select() -> Backend | None:
     except (OSError, EOFError, ValueError, TypeError):
         stored = None
     answers = stored if isinstance(stored, dict) else {}
-    found = answers.get(fp)
+    entry = answers.get(fp)
+    found = None
+    if isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict):
+        watch = entry[0]
+        if (
+            isinstance(watch, tuple)
+            and len(watch) == 2
+            and all(isinstance(w, tuple) and all(isinstance(x, str) for x in w) for w in watch)
+        ):
+            found = entry[1].get(detail(watch))
     if isinstance(found, tuple) and len(found) == 2:
         try:
             backend = _instantiate(found[1])
@@ -182,10 +192,14 @@ def _select() -> Backend | None:
     value = _registry.entry_point_value(chosen.name)
     if value is not None:
         INSTANCES.setdefault(value, chosen)
+        watch = _registry.watch_lists()
+        old = answers.pop(fp, None)
+        by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
+        by_detail.pop(detail(watch), None)
+        by_detail[detail(watch)] = (chosen.name, value)
         # Several answers per interpreter (programs whose paths or variables differ), the
         # most recent last; the oldest go first.
-        answers.pop(fp, None)
-        answers[fp] = (chosen.name, value)
+        answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
         _store(path, dict(list(answers.items())[-_KEEP:]))
     _chosen = chosen
     return chosen

@@ -8,6 +8,7 @@ edits ``os.environ``: each is recorded as a broken ``BackendStatus`` and skipped
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -821,6 +822,26 @@ def backends(
 def get(name: str) -> Backend:
     """A backend by name, whether or not it is available here."""
     return _default_registry().get(name)
+
+
+def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """What selection read beyond the selection cache's base fingerprint, as the installed
+    backends declare it: every visibility variable, and the ``/dev`` folders of their node
+    patterns plus their ``watch_paths`` (relative to the root)."""
+    from .visibility import rule_of
+
+    names: set[str] = set()
+    paths: set[str] = set()
+    for b in installed_backends():
+        with contextlib.suppress(Exception):  # a broken declaration: selection reports it
+            names.update(v for v in rule_of(b).variables if isinstance(v, str))
+        for p in getattr(b, "watch_paths", ()) or ():
+            if isinstance(p, str) and not p.startswith("/") and ".." not in p.split("/"):
+                paths.add(p)
+        for pat in getattr(b, "device_nodes", ()) or ():
+            if isinstance(pat, str) and "/" in pat and ".." not in pat.split("/"):
+                paths.add("dev/" + pat.rpartition("/")[0])
+    return tuple(sorted(names)), tuple(sorted(paths))
 
 
 def installed_names() -> list[str]:

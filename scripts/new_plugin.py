@@ -2,9 +2,12 @@
 """Create a new backend distribution from plugins/_template/.
 
     python scripts/new_plugin.py acme --vendor acme --device acme --package torch-acme \
-        --display "ACME NPU" [--dest plugins]
+        --display "ACME NPU" --pci-vendor 0x1f2a --variable ACME_VISIBLE_DEVICES [--dest plugins]
 
-The result passes the hwbackends conformance kit before any edit beyond its facts.
+With ``--variable`` (a CUDA-style list of device indices) the result passes the hwbackends
+conformance kit before any edit beyond its facts. Without it the visibility rule is left
+undeclared and the kit fails until you declare the runtime's rule: no device could be
+selected alone.
 """
 
 from __future__ import annotations
@@ -26,13 +29,59 @@ def _identifier(text: str) -> str:
     return text
 
 
-def create(name: str, *, vendor: str, device: str, package: str, display: str, dest: Path) -> Path:
+def _pci_id(text: str) -> int:
+    try:
+        value = int(text, 16)
+    except ValueError:
+        value = -1
+    if not 0 < value <= 0xFFFF:
+        raise SystemExit(
+            f"new_plugin: {text!r} is not a PCI vendor id; expected 4 hex digits such as 0x1f2a "
+            "(lspci -nn shows it in brackets)"
+        )
+    return value
+
+
+def _variable(text: str) -> str:
+    if not text or not text.replace("_", "A").isalnum() or text[0].isdigit() or not text.isupper():
+        raise SystemExit(
+            f"new_plugin: {text!r} is not an environment variable name; expected upper case "
+            "such as ACME_VISIBLE_DEVICES"
+        )
+    return text
+
+
+def sdk_module_of(package: str) -> str:
+    """The import name a distribution most likely provides (torch-acme -> torch_acme)."""
+    return package.strip().lower().replace("-", "_").replace(".", "_")
+
+
+def create(
+    name: str,
+    *,
+    vendor: str,
+    device: str,
+    package: str,
+    display: str,
+    dest: Path,
+    pci_vendor: int | None = None,
+    variable: str | None = None,
+    sdk_modules: tuple[str, ...] | None = None,
+) -> Path:
     """Copy the template to ``dest/hwbackends-NAME`` with every marker replaced."""
     _identifier(name)
+    if variable is not None:
+        _variable(variable)
+    sdk = sdk_modules if sdk_modules is not None else (sdk_module_of(package),)
     target = dest / f"hwbackends-{name}"
     if target.exists():
         raise SystemExit(f"new_plugin: {target} already exists; choose another name or remove it")
     replacements = {
+        "REPLACE_VISIBILITY_IMPORT": "IndexList, VisibilityRule" if variable else "VisibilityRule",
+        "REPLACE_VISIBILITY": f'IndexList("{variable}")' if variable else "None",
+        "REPLACE_PCI_IDS": f"(0x{pci_vendor:04X},)" if pci_vendor is not None else "()",
+        "REPLACE_SDK_MODULES": repr(tuple(sdk)),
+        "REPLACE_UPPER": name.upper(),
         "REPLACE_CLASS": name.title().replace("_", ""),
         "REPLACE_DISPLAY": display,
         "REPLACE_VENDOR": vendor,
@@ -66,6 +115,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--device", help="torch device type (default: NAME)")
     p.add_argument("--package", help="distribution that registers the device (default: torch-NAME)")
     p.add_argument("--display", help="human name (default: NAME upper-cased)")
+    p.add_argument("--pci-vendor", help="PCI vendor id of the hardware, e.g. 0x1f2a")
+    p.add_argument(
+        "--variable",
+        help="the runtime's visibility variable, read as a CUDA-style list of device indices "
+        "(e.g. ACME_VISIBLE_DEVICES); without it the rule is left for you to declare",
+    )
+    p.add_argument(
+        "--sdk-module",
+        action="append",
+        help="a module of the runtime that importing the plugin must not import "
+        "(default: the import name of --package)",
+    )
     p.add_argument("--dest", type=Path, default=TEMPLATE.parent, help="where to create it")
     a = p.parse_args(argv)
     target = create(
@@ -75,9 +136,13 @@ def main(argv: list[str] | None = None) -> int:
         package=a.package or f"torch-{a.name}",
         display=a.display or a.name.upper(),
         dest=a.dest,
+        pci_vendor=_pci_id(a.pci_vendor) if a.pci_vendor else None,
+        variable=a.variable,
+        sdk_modules=tuple(a.sdk_module) if a.sdk_module else None,
     )
+    todo = "" if a.variable else "declare its visibility rule in __init__.py, "
     print(
-        f"created {target}; next: edit src/hwbackends_{a.name}/_facts.py, then "
+        f"created {target}; next: {todo}edit src/hwbackends_{a.name}/_facts.py, then "
         f"pip install -e {target} && pytest {target}"
     )
     return 0

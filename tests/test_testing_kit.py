@@ -38,7 +38,7 @@ def zeta_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     work = tmp_path_factory.mktemp("newplugin")
     made = load_new_plugin_script().create(
         "zeta", vendor="zetacorp", device="zeta", package="torch-zeta", display="Zeta TPX",
-        dest=work,
+        dest=work, pci_vendor=0x1F2A, variable="ZETA_VISIBLE_DEVICES",
     )  # fmt: skip
     site = work / "site"
     proc = subprocess.run(
@@ -67,15 +67,80 @@ def test_template_plugin_is_selected_by_env_host(zeta_site: tuple[Path, Path]) -
     assert report["settings"]["from_pretrained"]["kwargs"]["device_map"] == "zeta:0"
 
 
-def test_template_plugin_passes_the_kit_before_any_edit(zeta_site: tuple[Path, Path]) -> None:
-    made, site = zeta_site
-    out = subprocess.run(
+def run_kit(made: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(made / "tests")],
         capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
         cwd=made,
     )  # fmt: skip
+
+
+def install(made: Path, site: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(site), str(made)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_template_plugin_passes_the_kit_once_its_variable_is_declared(
+    zeta_site: tuple[Path, Path],
+) -> None:
+    made, site = zeta_site
+    out = run_kit(made, site)
     assert out.returncode == 0, out.stdout[-3000:]
-    assert "9 passed" in out.stdout
+    assert "11 passed" in out.stdout
+    # the generator filled in what the kit needs from --package and --pci-vendor
+    test_text = (made / "tests" / "test_zeta.py").read_text(encoding="utf-8")
+    assert "sdk_modules = ('torch_zeta',)" in test_text
+    init = (made / "src" / "hwbackends_zeta" / "__init__.py").read_text(encoding="utf-8")
+    assert "pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1F2A,)" in init
+
+
+def test_unedited_template_fails_the_kit_until_a_selection_can_be_expressed(
+    tmp_path: Path,
+) -> None:
+    made = load_new_plugin_script().create(
+        "eta", vendor="etacorp", device="eta", package="torch-eta", display="Eta", dest=tmp_path
+    )
+    install(made, tmp_path / "site")
+    out = run_kit(made, tmp_path / "site")
+    assert out.returncode == 1, out.stdout[-3000:]
+    assert "1 failed, 10 passed" in out.stdout
+    assert "FAILED tests/test_eta.py::TestEtaContract::test_visibility_round_trip" in out.stdout
+    assert "eta: device 0 cannot be selected alone on host " in out.stdout
+
+
+def test_an_sdk_imported_at_module_level_fails_the_kit_with_a_message(tmp_path: Path) -> None:
+    made = load_new_plugin_script().create(
+        "theta", vendor="thetacorp", device="theta", package="torch-theta", display="Theta",
+        dest=tmp_path, variable="THETA_VISIBLE_DEVICES",
+    )  # fmt: skip
+    init = made / "src" / "hwbackends_theta" / "__init__.py"
+    text = init.read_text(encoding="utf-8")
+    future = "from __future__ import annotations\n"
+    init.write_text(text.replace(future, future + "\nimport torch_theta  # noqa: F401\n"))
+    site = tmp_path / "site"
+    install(made, site)
+    (site / "torch_theta.py").write_text("DEVICE = 'theta'\n")  # the vendor's extension
+    out = run_kit(made, site)
+    assert out.returncode == 1
+    assert "importing hwbackends_theta imported torch_theta" in out.stdout
+    assert "1 failed, 10 passed" in out.stdout  # a kit failure, not a collection error
+
+
+def test_vendor_ci_catches_devices_that_raise_without_the_hardware() -> None:
+    from hwbackends.testing import check_devices_agree
+
+    class Fragile(Good):
+        def devices(self, host: Host, env: Any) -> list[Any]:
+            raise RuntimeError("libomega.so: cannot open shared object file")
+
+    assert check_devices_agree(Fragile(), Host.from_dict({}), {}) == [
+        "omega.devices() raised RuntimeError: libomega.so: cannot open shared object file on "
+        "host dict; it must return a list (empty where there is no hardware)"
+    ]
 
 
 # -- a second imaginary plugin, broken in each way the kit knows ---------------------------
@@ -186,7 +251,9 @@ def test_check_capabilities_messages() -> None:
 
 def test_check_visibility_round_trip_catches_a_writer_that_lies() -> None:
     class Liar(Good):
-        def visibility_env(self, indices: Any, *, host: Host | None = None) -> dict[str, str]:
+        def visibility_env(
+            self, indices: Any, *, host: Host | None = None, env: Any = None
+        ) -> dict[str, str]:
             return {}
 
     from hwbackends.testing import check_devices_agree
@@ -195,9 +262,17 @@ def test_check_visibility_round_trip_catches_a_writer_that_lies() -> None:
     # a backend without a visibility model shows every device: a reversed pick cannot hold
     assert check_visibility_round_trip(Liar(), HOST) == [
         "omega: visibility_env([0]) = {} shows physical [0, 1], not [0]",
-        "omega: visibility_env([1, 0]) = {} shows physical [0, 1], not [1, 0]",
         "omega: visibility_env([1]) = {} shows physical [0, 1], not [1]",
+        "omega: visibility_env([1, 0]) = {} shows physical [0, 1], not [1, 0]",
     ]
+    # a backend that declares no rule cannot select one device: that fails, it is not skipped
+    problems = check_visibility_round_trip(Good(), HOST)
+    assert problems[0] == (
+        "omega: device 0 cannot be selected alone on host dict (no visibility variable is "
+        "declared, so [0] cannot be selected), but `hwbackends pin` and launch plans need it. "
+        "Fix: declare the runtime's visibility rule on the backend class (for example "
+        "visibility = IndexList('ACME_VISIBLE_DEVICES'); see hwbackends.visibility)"
+    )
 
 
 def test_check_import_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -10,11 +10,13 @@ Enable it with one class::
         hosts = ["tests/hosts/acme-4.json"]        # simulated hosts that must select it
         sdk_modules = ("acme_sdk",)                # must not be imported by the plugin module
 
-It checks: the protocol (with pinned messages), that ``probe`` never raises and always
-explains, that devices agree with the probe, re-entrant results, that importing the plugin
-module pulls in no vendor SDK and changes no environment variable, visibility round-trips, that
-capability data is well-formed and sourced, and that its simulated hosts select it. The same
-checks are available as plain functions (``check_*``) returning problem lists.
+It checks: the protocol (with pinned messages), the hardware declarations, that ``probe``
+never raises and always explains, that devices agree with the probe, re-entrant results, that
+importing the plugin module pulls in no vendor SDK and changes no environment variable,
+visibility round-trips (every device can be selected alone), that what ``hwbackends pin`` and
+``hwbackends launch-plan`` print really selects the devices they name, that capability data is
+well-formed and sourced, and that its simulated hosts select it. The same checks are available
+as plain functions (``check_*``) returning problem lists.
 
 This module is registered as a pytest plugin (entry point ``pytest11``) and provides the
 ``hwbackends_host`` fixture: a factory for simulated hosts.
@@ -41,7 +43,10 @@ from ._registry import Registry, Settings, api_problem, protocol_problems
 __all__ = [
     "BackendContract",
     "check_capabilities",
+    "check_declarations",
+    "check_devices_agree",
     "check_import_is_clean",
+    "check_pin_and_launch_plan",
     "check_probe",
     "check_protocol",
     "check_visibility_round_trip",
@@ -116,8 +121,18 @@ def check_probe(backend: Backend, host: Host) -> list[str]:
 
 
 def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) -> list[str]:
-    p = backend.probe(host)
-    devs = backend.devices(host, env)
+    """``devices`` never raises, lists devices only where the probe found hardware, and
+    numbers them 0..n-1 without naming a physical device twice."""
+    try:
+        p = backend.probe(host)
+        devs = backend.devices(host, env)
+    except VisibilityError as exc:
+        return [f"{backend.name}.devices() refused host {host.source} with env {dict(env)}: {exc}"]
+    except Exception as exc:
+        return [
+            f"{backend.name}.devices() raised {type(exc).__name__}: {exc} on host {host.source}; "
+            "it must return a list (empty where there is no hardware)"
+        ]
     if not isinstance(devs, list) or not all(isinstance(d, Device) for d in devs):
         return [f"{backend.name}.devices() must return a list of hwbackends.Device"]
     problems = []
@@ -132,6 +147,59 @@ def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) ->
         problems.append(f"{backend.name}.devices() names one physical device twice")
     if any(d.backend != backend.name or not d.device_type for d in devs):
         problems.append(f"{backend.name}.devices() returned a Device of another backend")
+    return problems
+
+
+def check_declarations(cls: type) -> list[str]:
+    """The hardware declarations the core reads the machine with are well-formed."""
+    from .plugin import match_node
+    from .visibility import VisibilityRule
+
+    name = getattr(cls, "name", cls.__name__)
+    problems = []
+    vendor = getattr(cls, "vendor", None)
+    if vendor is not None and (
+        not isinstance(vendor, str) or not vendor or not vendor.replace("_", "").isalnum()
+    ):
+        problems.append(f"{name}: vendor = {vendor!r}; expected letters, digits and underscores")
+    for attr, top in (("pci_vendor_ids", 0xFFFF), ("pci_device_ids", 0xFFFF)):
+        ids = getattr(cls, attr, ())
+        if not isinstance(ids, tuple) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= top for i in ids
+        ):
+            problems.append(f"{name}: {attr} = {ids!r}; expected a tuple of 16-bit integers")
+    classes = getattr(cls, "pci_classes", ())
+    if not isinstance(classes, tuple) or not all(
+        isinstance(c, int) and not isinstance(c, bool) and 0 <= c <= 0xFFFF for c in classes
+    ):
+        problems.append(
+            f"{name}: pci_classes = {classes!r}; expected base classes (0x12) or base class "
+            "and subclass (0x0b40)"
+        )
+    if getattr(cls, "pci_vendor_ids", ()) and not vendor:
+        problems.append(f"{name}: declares pci_vendor_ids but no vendor key for those devices")
+    nodes = getattr(cls, "device_nodes", ())
+    if not isinstance(nodes, tuple) or not all(isinstance(n, str) and n for n in nodes):
+        problems.append(f"{name}: device_nodes = {nodes!r}; expected a tuple of /dev patterns")
+    else:
+        for pat in nodes:
+            if pat.startswith("/") or ".." in pat.split("/") or pat.count("{n}") > 1:
+                problems.append(
+                    f"{name}: device node pattern {pat!r}; expected a name under /dev such as "
+                    "'acme{n}' (one {n} at most, no leading /dev/)"
+                )
+            elif "{n}" in pat and not match_node(pat, pat.replace("{n}", "0")):
+                problems.append(f"{name}: device node pattern {pat!r} matches no name")
+    for attr in ("driver_modules", "packages", "watch_paths"):
+        v = getattr(cls, attr, ())
+        if not isinstance(v, tuple) or not all(isinstance(x, str) and x for x in v):
+            problems.append(f"{name}: {attr} = {v!r}; expected a tuple of strings")
+    rule = getattr(cls, "visibility", None)
+    if rule is not None and not isinstance(rule, VisibilityRule):
+        problems.append(
+            f"{name}: visibility = {rule!r}; expected a hwbackends.visibility rule such as "
+            "IndexList('ACME_VISIBLE_DEVICES')"
+        )
     return problems
 
 
@@ -171,23 +239,90 @@ def check_capabilities(caps: Capabilities, backend: Backend) -> list[str]:
     return problems
 
 
+def _applied(
+    base: Mapping[str, str], unset: Sequence[str], assign: Mapping[str, str]
+) -> dict[str, str]:
+    """``base`` with ``unset`` removed and ``assign`` laid on top, as ``env -u ... K=V`` does."""
+    out = {k: v for k, v in base.items() if k not in unset}
+    out.update(assign)
+    return out
+
+
+_NO_RULE = (
+    "declare the runtime's visibility rule on the backend class (for example "
+    "visibility = IndexList('ACME_VISIBLE_DEVICES'); see hwbackends.visibility)"
+)
+
+
 def check_visibility_round_trip(backend: Backend, host: Host) -> list[str]:
-    """Selecting physical devices through ``visibility_env`` shows exactly those, in order."""
-    devs = backend.devices(host, {})
-    physical = [d.physical_index for d in devs if d.sub_index is None]
-    selections = [physical[:1], physical[::-1], physical[1::2]] if physical else []
+    """Selecting physical devices through ``visibility_env`` shows exactly those, in order.
+
+    Every visible unit must be selectable alone (one process per device needs it); a
+    reordering or a subset the runtime cannot express may be refused with ``VisibilityError``.
+    """
+    from .visibility import visibility_unset
+
+    env = dict(host.env or {})
+    try:
+        devs = backend.devices(host, env)
+        unset = visibility_unset(backend)
+    except Exception as exc:
+        return [f"{backend.name}: devices() or its visibility rule failed on {host.source}: {exc}"]
+    physical = [d.physical_index for d in devs]
+    whole = [d.physical_index for d in devs if d.sub_index is None]
+    required = [[p] for p in physical]
+    optional = [s for s in ([whole[::-1], whole[1::2]] if len(whole) > 1 else []) if len(s) > 1]
     problems = []
-    for sel in selections:
+    for sel in required + optional:
         if not sel:
             continue
         try:
-            env = backend.visibility_env(sel, host=host)
-        except VisibilityError:
-            continue  # a runtime that cannot express this selection (e.g. no reordering)
-        got = [d.physical_index for d in backend.devices(host, env)]
+            out = backend.visibility_env(sel, host=host, env=env)
+        except VisibilityError as exc:
+            if sel in required:
+                problems.append(
+                    f"{backend.name}: device {sel[0]} cannot be selected alone on host "
+                    f"{host.source} ({exc.what}), but `hwbackends pin` and launch plans need "
+                    "it. Fix: " + _NO_RULE
+                )
+            continue
+        got = [d.physical_index for d in backend.devices(host, _applied(env, unset, out))]
         if got != sel:
             problems.append(
-                f"{backend.name}: visibility_env({sel}) = {env} shows physical {got}, not {sel}"
+                f"{backend.name}: visibility_env({sel}) = {out} shows physical {got}, not {sel}"
+            )
+    return problems
+
+
+def check_pin_and_launch_plan(backend: Backend, host: Host) -> list[str]:
+    """What ``hwbackends pin`` and ``hwbackends launch-plan`` print selects what they say.
+
+    The launch plan over every visible unit must pin them (no "cannot be pinned" problem), and
+    each rank's environment must show that rank's device as its logical device 0.
+    """
+    from .distributed import launch_plan
+
+    env = dict(host.env or {})
+    devs = backend.devices(host, env)
+    if not devs:
+        return []
+    try:
+        plan = launch_plan(len(devs), backend=backend, env=env, host=host)
+    except Exception as exc:
+        return [f"{backend.name}: launch_plan() raised {type(exc).__name__}: {exc}"]
+    problems = [
+        f"{backend.name}: the launch plan on host {host.source} says: {p}; " + _NO_RULE
+        for p in plan.problems
+        if "cannot be pinned" in p
+    ]
+    for r in plan.ranks:
+        seen = backend.devices(host, _applied(env, plan.node_unset, r.env))
+        if r.local_rank >= len(seen) or (seen[r.local_rank].physical_index,) != r.physical:
+            problems.append(
+                f"{backend.name}: rank {r.rank} of the launch plan on host {host.source} would "
+                f"use {backend.name}:{r.local_rank} = physical "
+                f"{[d.physical_index for d in seen][r.local_rank : r.local_rank + 1]}, "
+                f"not {list(r.physical)}"
             )
     return problems
 
@@ -259,6 +394,9 @@ class BackendContract:
     def test_protocol(self) -> None:
         _fail(check_protocol(self.backend_cls, getattr(self.backend_cls, "name", None)))
 
+    def test_declarations(self) -> None:
+        _fail(check_declarations(self.backend_cls))
+
     def test_probe_never_raises_and_explains(self, backend: Backend) -> None:
         _fail([p for h in self.all_hosts() for p in check_probe(backend, h)])
 
@@ -282,6 +420,9 @@ class BackendContract:
 
     def test_visibility_round_trip(self, backend: Backend) -> None:
         _fail([p for h in self.selecting_hosts() for p in check_visibility_round_trip(backend, h)])
+
+    def test_pin_and_launch_plan(self, backend: Backend) -> None:
+        _fail([p for h in self.selecting_hosts() for p in check_pin_and_launch_plan(backend, h)])
 
     def test_capabilities_well_formed_and_sourced(self, backend: Backend) -> None:
         problems = check_capabilities(backend.capabilities(None), backend)

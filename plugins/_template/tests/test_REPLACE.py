@@ -16,6 +16,8 @@ class TestREPLACE_CLASSContract(BackendContract):
     backend_cls = REPLACE_CLASSBackend
     hosts = ("hosts/REPLACE-2.json",)
     other_hosts = ("hosts/REPLACE-no-package.json",)
+    # the runtime's own modules: importing the plugin must not import them
+    sdk_modules = REPLACE_SDK_MODULES
 
 
 def test_hardware_without_package_says_what_to_install() -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar
 
 from hwbackends.plugin import BaseBackend
+from hwbackends.visibility import REPLACE_VISIBILITY_IMPORT
 
 from ._facts import capabilities_for
 
@@ -18,18 +19,27 @@ __all__ = ["REPLACE_CLASSBackend"]
 
 
 class REPLACE_CLASSBackend(BaseBackend):
+    """REPLACE_DISPLAY: every declaration below is read by the core (see BaseBackend)."""
+
     name: ClassVar[str] = "REPLACE"
     device_type: ClassVar[str] = "REPLACE_DEVICE"
+    display: ClassVar[str] = "REPLACE_DISPLAY"
     priority: ClassVar[int] = 50
+    # The key of these devices in a Host (host files use it too).
     vendor: ClassVar[str | None] = "REPLACE_VENDOR"
-    device_nodes: ClassVar[tuple[str, ...]] = ("REPLACE",)
+    # The PCI functions that are this hardware: Host.from_system reads exactly these.
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = REPLACE_PCI_IDS
+    # Processing accelerators (0x12); add classes your cards use, never ones your NICs use.
+    pci_classes: ClassVar[tuple[int, ...]] = (0x12,)
+    # /dev names that show the driver is loaded: {n} stands for digits (REPLACE0, REPLACE1).
+    device_nodes: ClassVar[tuple[str, ...]] = ("REPLACE{n}",)
     packages: ClassVar[tuple[str, ...]] = ("REPLACE_PACKAGE",)
     install_hint: ClassVar[str] = "pip install REPLACE_PACKAGE"
     distributed_backend: ClassVar[str] = "gloo"
-
-    @property
-    def display_name(self) -> str:
-        return "REPLACE_DISPLAY"
+    # How the runtime reads its visibility variable. Until it is declared no device can be
+    # selected alone, and the conformance kit fails: for a CUDA-style list of indices write
+    # IndexList("REPLACE_UPPER_VISIBLE_DEVICES"); hwbackends.visibility has the other kinds.
+    visibility: ClassVar[VisibilityRule | None] = REPLACE_VISIBILITY
 
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None

@@ -172,3 +172,36 @@ def test_generated_docs_page_lists_its_variable(site: Path) -> None:
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "Visibility variables read: `ACME_VISIBLE_DEVICES`" in out.stdout
+
+
+def test_explain_and_the_integrations(site: Path, root: Path) -> None:
+    out = cli(site, "explain", "--root", str(root), "--env", "ACME_VISIBLE_DEVICES=2")
+    assert out.returncode == 0, out.stderr
+    assert "acme" in out.stdout and "ACME_VISIBLE_DEVICES" in out.stdout
+    code = textwrap.dedent(
+        f"""
+        import json, hwbackends
+        from hwbackends import accelerate as hwa, transformers as hwt
+        host = hwbackends.Host.from_system({str(root)!r})
+        env = {{"ACME_VISIBLE_DEVICES": "2"}}
+        pre = hwt.pretrained_kwargs(env=env, host=host)
+        train = hwa.training_kwargs(env=env, host=host)
+        print(json.dumps({{"device_map": pre["device_map"], "dtype": str(pre["dtype"]),
+                          "attn": pre["attn_implementation"], "bf16": train.get("bf16")}}))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")])
+    got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == {
+        "device_map": "acme:0", "dtype": "torch.bfloat16", "attn": "sdpa", "bf16": True,
+    }  # fmt: skip
+
+
+def test_smoke_names_the_backend_like_a_built_in(site: Path) -> None:
+    # this machine has no Acme hardware: the same clear refusal a built-in gets
+    out = cli(site, "smoke", "--backend", "acme")
+    assert out.returncode != 0
+    assert "the acme backend is not available here: no Acme ATU hardware found" in out.stderr
+    assert "Traceback" not in out.stderr

@@ -96,6 +96,13 @@ def test_template_plugin_passes_the_kit_once_its_variable_is_declared(
     assert "sdk_modules = ('torch_zeta',)" in test_text
     init = (made / "src" / "hwbackends_zeta" / "__init__.py").read_text(encoding="utf-8")
     assert "pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1F2A,)" in init
+    # what the generator writes is clean Python (the template itself is excluded from lint)
+    lint = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--line-length",
+         "100", "--select", "E,F,W,I,B,UP", str(made)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert lint.returncode == 0, lint.stdout + lint.stderr
 
 
 def test_unedited_template_fails_the_kit_until_a_selection_can_be_expressed(

@@ -49,8 +49,17 @@ def test_new_plugin_passes_the_conformance_kit(tmp_path: Path) -> None:
         ignore=shutil.ignore_patterns("__pycache__", "*.pyc"),
     )
     made = subprocess.run(
-        [sys.executable, "scripts/new_plugin.py", "acme", "--package", "torch-acme",
-         "--pci-vendor", "0x1f2a", "--variable", "ACME_VISIBLE_DEVICES"],  # fmt: skip
+        [
+            sys.executable,
+            "scripts/new_plugin.py",
+            "acme",
+            "--package",
+            "torch-acme",
+            "--pci-vendor",
+            "0x1f2a",
+            "--variable",
+            "ACME_VISIBLE_DEVICES",
+        ],
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -194,3 +194,23 @@ def test_a_plugin_read_hook_that_raises_is_the_plugins_fault(tmp_path: Path) -> 
     assert host.reader_errors == {
         "acme": "acme.read_devices() raised OSError: driver file vanished"
     }
+
+
+def test_in_repo_plugins_import_only_public_core_modules() -> None:
+    """The built-ins have exactly what an outside vendor has: no ``hwbackends._*`` import."""
+    plugins = Path(__file__).resolve().parents[1] / "plugins"
+    found = []
+    for path in sorted(plugins.glob("hwbackends-*/src/**/*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            found += [
+                f"{path.relative_to(plugins)}:{node.lineno}: {n}"
+                for n in names
+                if n.startswith("hwbackends.") and n.split(".")[1].startswith("_")
+            ]
+    assert found == []
+    assert len(list(plugins.glob("hwbackends-*/src/*/__init__.py"))) == 10

@@ -6,18 +6,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import pytest
+from hwbackends_cuda import CudaBackend
+from hwbackends_rocm import RocmBackend
 
-from hwbackends import Host
-from hwbackends._discovery import EntryPointSpec
-from hwbackends._registry import Registry, SelectionReport, Settings
+from hwbackends import Host, SelectionReport
+from hwbackends.testing import make_registry
 
 CUDA_HOSTS = Path(__file__).parent / "hosts"
 
 #: cuda and rocm side by side, as a user who installed both plugins has them.
-GPU_SPECS = (
-    EntryPointSpec("cuda", "hwbackends_cuda:CudaBackend", "hwbackends-cuda", "0.1.0"),
-    EntryPointSpec("rocm", "hwbackends_rocm:RocmBackend", "hwbackends-rocm", "0.1.0"),
-)
+GPU_BACKENDS = (CudaBackend, RocmBackend)
 
 
 def cuda_host(name: str) -> Host:
@@ -36,6 +34,6 @@ def select() -> Callable[..., SelectionReport]:
 
     def run(name: str, env: Mapping[str, str] | None = None) -> SelectionReport:
         e = dict(env or {})
-        return Registry(specs=GPU_SPECS).select(e, cuda_host(name), Settings.from_env(e))
+        return make_registry(*GPU_BACKENDS).select(e, cuda_host(name))
 
     return run

@@ -8,7 +8,7 @@ import pytest
 from hwbackends_cuda import CudaBackend
 
 import hwbackends
-from hwbackends._registry import SelectionReport
+from hwbackends import SelectionReport
 
 Select = Callable[..., SelectionReport]
 FA_LOG = "You do not have `flash_attn` installed, using `{}` from the `kernels` library instead!"

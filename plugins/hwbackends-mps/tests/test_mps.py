@@ -7,8 +7,7 @@ from pathlib import Path
 from hwbackends_mps import MpsBackend
 
 import hwbackends
-from hwbackends import Host
-from hwbackends._registry import SelectionReport
+from hwbackends import Host, SelectionReport
 from hwbackends.testing import make_registry
 
 HOSTS = Path(__file__).parent / "hosts"

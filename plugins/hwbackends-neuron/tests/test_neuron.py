@@ -8,8 +8,7 @@ import pytest
 from hwbackends_neuron import NeuronBackend
 
 import hwbackends
-from hwbackends import Host
-from hwbackends._registry import SelectionReport
+from hwbackends import Host, SelectionReport
 from hwbackends.testing import make_registry
 
 HOSTS = Path(__file__).parent / "hosts"

@@ -4,25 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hwbackends_cuda import CudaBackend
+from hwbackends_rocm import RocmBackend
 
-from hwbackends import Host
-from hwbackends._discovery import EntryPointSpec
-from hwbackends._registry import Registry, SelectionReport, Settings
+from hwbackends import Host, SelectionReport
+from hwbackends.testing import make_registry
 
 ROCM_HOSTS = Path(__file__).parent / "hosts"
 
 
 @pytest.fixture(scope="module")
-def gpu_registry() -> Registry:
-    """The rocm and cuda plugins (plus the built-in cpu), loaded by their entry-point values."""
-    return Registry(
-        specs=[
-            EntryPointSpec("rocm", "hwbackends_rocm:RocmBackend", "hwbackends-rocm", "0.1.0"),
-            EntryPointSpec("cuda", "hwbackends_cuda:CudaBackend", "hwbackends-cuda", "0.1.0"),
-        ]
-    )
+def gpu_registry() -> Any:
+    """The rocm and cuda plugins (plus the built-in cpu), as a user who installed both has."""
+    return make_registry(RocmBackend, CudaBackend)
 
 
 @pytest.fixture
@@ -31,13 +28,11 @@ def rocm_host() -> Callable[[str], Host]:
 
 
 @pytest.fixture
-def choose(
-    gpu_registry: Registry, rocm_host: Callable[[str], Host]
-) -> Callable[..., SelectionReport]:
+def choose(gpu_registry: Any, rocm_host: Callable[[str], Host]) -> Callable[..., SelectionReport]:
     """``choose("mi300x-8", ROCR_VISIBLE_DEVICES="1")``: the selection report for a host."""
 
     def run(name: str, env: Mapping[str, str] | None = None, **variables: str) -> SelectionReport:
         e = {**(env or {}), **variables}
-        return gpu_registry.select(e, rocm_host(name), Settings.from_env(e))
+        return gpu_registry.select(e, rocm_host(name))
 
     return run

@@ -7,8 +7,7 @@ from collections.abc import Callable
 from hwbackends_rocm import RocmBackend
 
 import hwbackends
-from hwbackends import Host
-from hwbackends._registry import SelectionReport
+from hwbackends import Host, SelectionReport
 
 Choose = Callable[..., SelectionReport]
 AITER = "kernels-community/aiter-flash-attn"

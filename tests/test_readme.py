@@ -1,15 +1,39 @@
-"""The README's Transformers usage works on this machine, as written."""
+"""The README's set-up commands and Transformers usage work on this machine, as written."""
 
 from __future__ import annotations
 
+import glob
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+ROOT = Path(__file__).resolve().parent.parent
+README = ROOT / "README.md"
+
+
+def test_readme_setup_installs_the_core_and_every_plugin() -> None:
+    """The first command installs the core and every in-repo plugin before ``hwbackends env``,
+    so that the report is right on an accelerator machine; the second runs the test suite."""
+    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    assert [b.strip() for b in blocks[1:2]] == ["bash scripts/test.sh"]
+    steps = [shlex.split(step) for step in blocks[0].strip().split("&&")]
+    installs = [s for s in steps if s[:1] and s[0].endswith("pip") and "install" in s]
+    assert len(installs) == 1, steps
+    targets = [a for a in installs[0][installs[0].index("install") + 1 :] if not a.startswith("-")]
+    installed = {Path(p).resolve() for t in targets for p in glob.glob(str(ROOT / t))}
+    plugins = {
+        d.resolve()
+        for d in (ROOT / "plugins").glob("hwbackends-*")
+        if (d / "pyproject.toml").is_file()
+    }
+    assert plugins, "no plugin found in plugins/"
+    assert installed == {ROOT, *plugins}, sorted(map(str, installed ^ {ROOT, *plugins}))
+    last = steps[-1]
+    assert last[0].endswith("hwbackends") and last[1:] == ["env"], last
 
 
 def test_readme_transformers_usage_runs(tmp_path: Path) -> None:

@@ -120,6 +120,7 @@ class BackendStatus:
             "state": self.state,
             "priority": self.priority,
             "device_type": self.device_type,
+            "vendor": self.vendor,
             "reason": self.reason,
             "probe": self.probe.to_dict() if self.probe else None,
             "error": self.error,

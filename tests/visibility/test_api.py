@@ -153,5 +153,18 @@ def test_relative_imports_only_reach_errors() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.level == 2:
-                # the registry only to resolve a backend name to its declared rule
-                assert node.module in ("_errors", "_registry"), path.name
+                # the registry to resolve a backend name to its declared rule, the host to
+                # turn a HostLike into the Host a backend filters
+                assert node.module in ("_errors", "_registry", "_host"), path.name
+
+
+def test_a_backend_name_accepts_any_hostlike() -> None:
+    from types import SimpleNamespace as NS
+
+    gpu = NS(vendor="nvidia", uuid="GPU-a", pci_bus_id="0000:01:00.0", name="x", arch=None,
+             extra={})  # fmt: skip
+    other = NS(vendor="amd", uuid=None, pci_bus_id="0000:02:00.0", name="y", arch=None, extra={})
+    host = NS(devices=[other, gpu, gpu], cuda_fastest_first=None)
+    assert visible_devices("cuda", {"CUDA_VISIBLE_DEVICES": "1"}, host) == [1]
+    with pytest.raises(VisibilityError, match="the host object has no usable device list"):
+        visible_devices("cuda", {}, 5)  # type: ignore[arg-type]

@@ -112,8 +112,43 @@ def _resolve(backend: BackendRef, host: HostLike | None) -> tuple[str, Visibilit
     view = host
     own = getattr(backend, "own_host", None)
     if host is not None and callable(own):
-        view = own(host)
+        view = own(_as_host(host))
     return name, rule, view
+
+
+def _as_host(host: Any) -> Any:
+    """A ``Host`` for anything shaped like :class:`HostLike` (a backend filters a Host)."""
+    from .._host import Host, HostDevice
+
+    if isinstance(host, Host):
+        return host
+    try:
+        devices = tuple(
+            HostDevice(
+                vendor=d.vendor,
+                pci_bus_id=d.pci_bus_id,
+                uuid=d.uuid,
+                name=d.name,
+                arch=d.arch,
+                memory_bytes=getattr(d, "memory_bytes", None),
+                pci_device_id=getattr(d, "pci_device_id", None),
+                extra=dict(d.extra or {}),
+            )
+            for d in host.devices
+        )
+        ff = host.cuda_fastest_first
+        drivers = getattr(host, "drivers", None)
+        return Host(
+            devices=devices,
+            cuda_fastest_first=tuple(ff) if ff is not None else None,
+            drivers=dict(drivers) if isinstance(drivers, Mapping) else {},
+        )
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise VisibilityError(
+            f"the host object has no usable device list ({exc})",
+            "a hwbackends Host (or an object with 'devices' and 'cuda_fastest_first')",
+            "build it with Host.from_dict(...) or Host.from_system()",
+        ) from None
 
 
 def rule_of(backend: object) -> VisibilityRule:

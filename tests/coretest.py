@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import textwrap
 from collections.abc import Iterator
@@ -90,3 +91,22 @@ class Backend(BaseBackend):
 
 def good_plugin(name: str, priority: int = 50) -> str:
     return GOOD.format(name=name, priority=priority)
+
+
+def pip_install(project: Path, target: Path) -> None:
+    """Install a distribution folder into ``target`` with pip, as a user would (no index)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+         "--no-index", "--target", str(target), str(project)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    if proc.returncode != 0:
+        pytest.fail(f"pip could not install {project}:\n{proc.stderr}")
+
+
+def pci_function(root: Path, bus: str, vendor: str, device: str, klass: str) -> None:
+    """One PCI function in a fake sysfs tree under ``root``."""
+    base = root / "sys/bus/pci/devices" / bus
+    base.mkdir(parents=True, exist_ok=True)
+    for name, value in (("vendor", vendor), ("device", device), ("class", klass)):
+        (base / name).write_text(value + "\n", encoding="utf-8")

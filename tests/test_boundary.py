@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from coretest import Site
+from coretest import Site, pci_function
 
 from hwbackends import Host
 from hwbackends._catalog import KNOWN_PLUGINS, core_checkout, install_command
@@ -140,11 +140,7 @@ def test_disabled_plugin_on_a_box_with_its_hardware_says_so(site: Site) -> None:
 
 
 def test_unknown_accelerator_is_reported_as_unclaimed(tmp_path: Path) -> None:
-    base = tmp_path / "sys/bus/pci/devices/0000:07:00.0"
-    base.mkdir(parents=True)
-    (base / "vendor").write_text("0x1f2a\n")
-    (base / "device").write_text("0x0042\n")
-    (base / "class").write_text("0x120000\n")
+    pci_function(tmp_path, "0000:07:00.0", "0x1f2a", "0x0042", "0x120000")
     host = Host.from_system(str(tmp_path), path=[], backends=[])
     (dev,) = host.devices
     assert dev.vendor == "pci_1f2a" and dev.extra["unclaimed"] is True
@@ -163,21 +159,13 @@ def test_known_hardware_without_its_plugin_is_read_from_the_catalog(tmp_path: Pa
         ("0000:01:00.1", "0x10de", "0x040300"),  # its audio function: not a GPU
         ("0000:02:00.0", "0x1d0f", "0x020000"),  # an AWS ENA NIC: not a Neuron device
     ):
-        base = tmp_path / "sys/bus/pci/devices" / bus
-        base.mkdir(parents=True)
-        (base / "vendor").write_text(vendor + "\n")
-        (base / "device").write_text("0xec20\n")
-        (base / "class").write_text(klass + "\n")
+        pci_function(tmp_path, bus, vendor, "0xec20", klass)
     host = Host.from_system(str(tmp_path), path=[], backends=[])
     assert [(d.vendor, d.pci_bus_id) for d in host.devices] == [("nvidia", "0000:01:00.0")]
 
 
 def test_a_plugin_read_hook_that_raises_is_the_plugins_fault(tmp_path: Path) -> None:
-    base = tmp_path / "sys/bus/pci/devices/0000:05:00.0"
-    base.mkdir(parents=True)
-    (base / "vendor").write_text("0x1f2a\n")
-    (base / "device").write_text("0x0001\n")
-    (base / "class").write_text("0x120000\n")
+    pci_function(tmp_path, "0000:05:00.0", "0x1f2a", "0x0001", "0x120000")
     mod = importlib.import_module("hwbackends.plugin")
 
     class Acme(mod.BaseBackend):  # type: ignore[name-defined, misc]

@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from coretest import pci_function, pip_install
 
 FIXTURE = Path(__file__).parent / "fixtures" / "outside"
 REPO = Path(__file__).resolve().parents[1]
@@ -64,13 +65,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ),
     )
     target = tmp / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(target), str(project)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    if proc.returncode != 0:
-        pytest.fail(f"pip could not install the outside plugin:\n{proc.stderr}")
+    pip_install(project, target)
     # the vendor's torch extension, as an installed distribution
     _write(target, "torch_acme-1.0.dist-info/METADATA", "Name: torch-acme\nVersion: 1.0\n")
     return target
@@ -81,10 +76,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three Acme accelerators (class 0x12), an Acme NIC, /dev/acme0-2 and /dev/acmectl."""
     r = tmp_path_factory.mktemp("root")
     for i, klass in enumerate(("0x120000", "0x120000", "0x120000", "0x020000")):
-        base = f"sys/bus/pci/devices/0000:0{i + 1}:00.0"
-        _write(r, f"{base}/vendor", "0x1f2a\n")
-        _write(r, f"{base}/device", "0x0001\n")
-        _write(r, f"{base}/class", klass + "\n")
+        pci_function(r, f"0000:0{i + 1}:00.0", "0x1f2a", "0x0001", klass)
     for node in ("acme0", "acme1", "acme2", "acmectl"):
         _write(r, f"dev/{node}", "")
     _write(r, "sys/module/acme_drv/version", "3.1.4\n")

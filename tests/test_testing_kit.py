@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+from coretest import pip_install
 
 from hwbackends import Host, Probe
 from hwbackends.plugin import BaseBackend
@@ -41,12 +42,7 @@ def zeta_site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         dest=work, pci_vendor=0x1F2A, variable="ZETA_VISIBLE_DEVICES",
     )  # fmt: skip
     site = work / "site"
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(made)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
+    pip_install(made, site)
     return made, site
 
 
@@ -73,15 +69,6 @@ def run_kit(made: Path, site: Path) -> subprocess.CompletedProcess[str]:
         capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
         cwd=made,
     )  # fmt: skip
-
-
-def install(made: Path, site: Path) -> None:
-    proc = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
-         "--no-index", "--target", str(site), str(made)],
-        capture_output=True, text=True,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
 
 
 def test_template_plugin_passes_the_kit_once_its_variable_is_declared(
@@ -111,7 +98,7 @@ def test_unedited_template_fails_the_kit_until_a_selection_can_be_expressed(
     made = load_new_plugin_script().create(
         "eta", vendor="etacorp", device="eta", package="torch-eta", display="Eta", dest=tmp_path
     )
-    install(made, tmp_path / "site")
+    pip_install(made, tmp_path / "site")
     out = run_kit(made, tmp_path / "site")
     assert out.returncode == 1, out.stdout[-3000:]
     assert "1 failed, 10 passed" in out.stdout
@@ -129,7 +116,7 @@ def test_an_sdk_imported_at_module_level_fails_the_kit_with_a_message(tmp_path: 
     future = "from __future__ import annotations\n"
     init.write_text(text.replace(future, future + "\nimport torch_theta  # noqa: F401\n"))
     site = tmp_path / "site"
-    install(made, site)
+    pip_install(made, site)
     (site / "torch_theta.py").write_text("DEVICE = 'theta'\n")  # the vendor's extension
     out = run_kit(made, site)
     assert out.returncode == 1

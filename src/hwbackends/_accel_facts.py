@@ -42,7 +42,7 @@ __all__ = [
     "major_minor",
 ]
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 
 # -- versions ------------------------------------------------------------------------------
@@ -147,8 +147,9 @@ def hub_kernel_attention(repo: str, *, note: str, source: str) -> AttentionOptio
     return AttentionOption(repo, source=source, packages=("kernels",), hub_kernel=repo, note=note)
 
 
-# The devices each device-gated quantizer accepts (hf-integration.md §4.2); the gate text,
-# packages and source of every method come from the core catalogue ``_facts.QUANT_METHODS``.
+# The devices each device-gated quantizer accepts (docs/reference/hf-integration.md §4.2); the
+# gate text, packages and source of every method come from the core catalogue
+# ``_facts.QUANT_METHODS``.
 _DEVICE_GATES: Mapping[str, frozenset[str]] = {
     "eetq": frozenset({"cuda"}),
     "higgs": frozenset({"cuda"}),

@@ -51,7 +51,7 @@ __all__ = [
     "version_in_range",
 ]
 
-HF_REF = "shared/reference/hf-integration.md"
+HF_REF = "docs/reference/hf-integration.md"
 
 
 # -- versions ------------------------------------------------------------------------------
@@ -180,7 +180,8 @@ _ALL_LAYERS_CUDA_XPU = (
 
 
 def _sourced_mapping() -> dict[str, tuple[KernelTarget, ...]]:
-    """hf-integration.md §2.2: the default ``use_kernels`` mapping of transformers 5.23.0."""
+    """The default ``use_kernels`` mapping of transformers 5.23.0
+    (docs/reference/hf-integration.md §2.2)."""
     m: dict[str, tuple[KernelTarget, ...]] = {
         "RMSNorm": tuple((d, None, None) for d in ("cuda", "rocm", "npu", "xpu", "mps")),
         "MegaBlocksMoeMLP": tuple((d, None, None) for d in ("cuda", "rocm", "xpu", "cpu")),

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["TrainingPlan", "plan_training", "training_kwargs"]
 
 # transformers/training_args.py declares these as the argparse choices of ddp_backend
-# (shared/reference/hf-integration.md §3.3); read at run time when transformers is installed.
+# (docs/reference/hf-integration.md §3.3); read at run time when transformers is installed.
 _DDP_CHOICES_FALLBACK = ("nccl", "gloo", "mpi", "xccl", "hccl", "cncl", "mccl")
 
 

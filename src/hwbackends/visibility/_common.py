@@ -1,7 +1,7 @@
 """Shared pieces of the visibility engine: host protocols, result types, number parsing.
 
 Everything here is pure: no I/O, no environment access, standard library only. The reference
-for every rule is ``shared/reference/visibility-spec.md`` (cited below as "spec §N").
+for every rule is the project's page ``docs/reference/visibility.md`` (cited as "spec §N").
 """
 
 from __future__ import annotations

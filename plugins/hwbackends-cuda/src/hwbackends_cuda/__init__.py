@@ -41,7 +41,7 @@ _MIG_LIMIT = Limitation(
     ),
     source="NVIDIA MIG User Guide, 'Application Considerations' (no GPU-to-GPU P2P in MIG mode)",
 )
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 _DIST_SOURCE = (
     "accelerate/state.py _prepare_backend: cuda -> nccl; transformers DISTRIBUTED_BACKEND_MAP "
     f"cuda -> nccl ({HF} §5)"

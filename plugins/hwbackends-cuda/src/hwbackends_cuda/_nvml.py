@@ -1,8 +1,9 @@
 """Optional enrichment of the real machine's NVIDIA devices through NVML (``nvidia-ml-py``).
 
 NVML is the management library behind ``nvidia-smi``: it reads the driver without creating a
-CUDA context, so a process stays fork-safe (vLLM and Ray probe the same way; see
-shared/reference/peers.md §1-2). It is asked only about the real machine, never about a
+CUDA context, so a process stays fork-safe (vLLM and Ray probe the same way: vllm-project/vllm
+``vllm/platforms/cuda.py``, ray-project/ray ``python/ray/_private/accelerators/nvidia_gpu.py``).
+It is asked only about the real machine, never about a
 simulated host, and only when ``pynvml`` imports: ``nvmlInit`` then ``nvmlShutdown`` in one
 call, nothing kept open. It fills what the files do not give: compute capability, memory,
 and the MIG instances of MIG-enabled GPUs (``extra["mig"]``, the format the visibility layer

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, PciModel, Stack
 from hwbackends.plugin import Limitation
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 # PCI ids (vendor 0x1da3): the habanalabs driver (Linux drivers/accel/habanalabs
 # habanalabs_drv.c and HabanaAI's out-of-tree habanalabs driver), HabanaAI rdma-core (HL-288,
@@ -80,6 +80,6 @@ LIMITATIONS = (
     Limitation(
         "HABANA_VISIBLE_MODULES names module ids, not PCI order; only 2- and 4-module "
         "partial allocations are supported (0,1 2,3 4,5 6,7 0,1,2,3 4,5,6,7)",
-        "docs.habana.ai Orchestration/Multiple_Tenants_on_HPU (visibility-spec.md §5)",
+        "docs.habana.ai Orchestration/Multiple_Tenants_on_HPU (docs/reference/visibility.md §5)",
     ),
 )

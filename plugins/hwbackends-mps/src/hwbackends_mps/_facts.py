@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, Stack, hub_kernel_attention
 from hwbackends.plugin import Limitation, QuantSupport, common_attention
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 #: PyTorch's MPS backend needs macOS 12.3 or later (pytorch docs, notes/mps.rst).
 MIN_MACOS = "12.3"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, Stack, flash_attention_2
 from hwbackends.plugin import Limitation, common_attention
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 STACK = Stack(
     label="torch_musa (Moore Threads PyTorch extension)",
@@ -57,6 +57,6 @@ LIMITATIONS = (
     Limitation(
         "MUSA_VISIBLE_DEVICES has no public specification; it is read like "
         "CUDA_VISIBLE_DEVICES (comma list, re-indexed from 0)",
-        "shared/reference/visibility-spec.md §8 (inferred)",
+        "docs/reference/visibility.md §8 (inferred)",
     ),
 )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, PciModel, Stack
 from hwbackends.plugin import Limitation
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 # aws-neuron/aws-neuron-driver neuron_device.h / neuron_pci.c: the driver's PCI id table
 # (vendor 0x1d0f). Trn1 and Inf2 share NeuronCore-v2, Trn2 is v3, Trn3 is v4.
@@ -97,6 +97,6 @@ LIMITATIONS = (
     Limitation(
         "each device is one NeuronCore (a logical core under NEURON_LOGICAL_NC_CONFIG=2 on "
         "Trn2/Trn3), and a core reserved by one process cannot be used by another",
-        "shared/reference/visibility-spec.md §3",
+        "docs/reference/visibility.md §3",
     ),
 )

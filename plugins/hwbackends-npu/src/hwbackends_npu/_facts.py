@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, PciModel, Stack, flash_attention_2
 from hwbackends.plugin import Limitation, common_attention
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 # PCI device ids (vendor 0x19e5), from Huawei's own tooling: the Ascend log collector script
 # (PCIE_BDF_310=19e5:d100, _310P=d500, _910=d801, _910B=d802, _910_93=d803) and msit's NpuType
@@ -92,7 +92,7 @@ LIMITATIONS = (
     Limitation(
         "ASCEND_RT_VISIBLE_DEVICES takes logical ids in ascending order only; inside a "
         "container restricted by ASCEND_VISIBLE_DEVICES the ids are container-local",
-        "shared/reference/visibility-spec.md §6",
+        "docs/reference/visibility.md §6",
     ),
 )
 INFERENCE_ONLY = Limitation(

@@ -35,7 +35,7 @@ __all__ = ["RocmBackend"]
 
 __version__ = "0.1.0"
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 CODECARBON = Limitation(
     text=(
         "CodeCarbon does not support ROCm: Transformers' CodeCarbonCallback raises when "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from hwbackends.facts import ArchFacts, PciModel, Stack
 from hwbackends.plugin import Limitation
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 # AI-Hypercomputer/cloud-accelerator-diagnostics tpu_info/tpu_info/device.py: TpuChip
 # .from_pci_device_id (vendor 0x1ae0). v2 and v3 share 0x0027 (told apart by the subsystem
@@ -95,6 +95,6 @@ LIMITATIONS = (
     Limitation(
         "on v2/v3 (and v7x) one chip holds two TensorCores, which JAX counts as two devices; "
         "visibility here counts chips",
-        "shared/reference/visibility-spec.md §4; tpu_info/device.py devices_per_chip",
+        "docs/reference/visibility.md §4; tpu_info/device.py devices_per_chip",
     ),
 )

@@ -10,7 +10,7 @@ from hwbackends.facts import (
 )
 from hwbackends.plugin import Limitation, QuantSupport, common_attention
 
-HF = "shared/reference/hf-integration.md"
+HF = "docs/reference/hf-integration.md"
 
 # Device ids from pytorch/pytorch torch/testing/_internal/common_xpu.py (_DEVICE_ID_TO_CODENAME,
 # itself taken from intel/intel-graphics-compiler inc/common/igfxfmid.h).
@@ -174,6 +174,6 @@ LIMITATIONS = (
         "Whether a tile or a whole card is one torch device depends on "
         "ZE_FLAT_DEVICE_HIERARCHY (FLAT: one device per tile; COMPOSITE: per card); set it "
         "explicitly, the default differs between driver releases",
-        "shared/reference/visibility-spec.md §7.1",
+        "docs/reference/visibility.md §7.1",
     ),
 )

@@ -13,11 +13,19 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from ._entry_points import parse_entry_points
 from ._host import iter_dist_infos
 
-__all__ = ["GROUP", "EntryPointSpec", "discover", "discover_with_importlib", "fast_scan_possible"]
+__all__ = [
+    "GROUP",
+    "EntryPointSpec",
+    "discover",
+    "discover_with_importlib",
+    "fast_scan_possible",
+    "parse_entry_points",
+]
 
 GROUP = "hwbackends.backends"
 
@@ -30,6 +38,8 @@ class EntryPointSpec:
     value: str
     dist: str
     version: str
+    # the *.dist-info folder it was read from ("" when importlib.metadata found it)
+    source: str = field(default="", compare=False)
 
     @property
     def module(self) -> str:
@@ -41,28 +51,6 @@ class EntryPointSpec:
 
     def to_dict(self) -> dict[str, str]:
         return {"name": self.name, "value": self.value, "dist": self.dist, "version": self.version}
-
-
-def parse_entry_points(text: str, group: str) -> list[tuple[str, str]]:
-    """The ``(name, value)`` pairs of one section of an ``entry_points.txt``.
-
-    Same reading as importlib.metadata: lines are stripped, blank lines and ``#`` / ``;``
-    comments are skipped, ``name = value`` split at the first ``=``.
-    """
-    out: list[tuple[str, str]] = []
-    in_group = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line[0] == "[" and line[-1] == "]":
-            in_group = line[1:-1].strip() == group
-            continue
-        if in_group:
-            name, sep, value = line.partition("=")
-            if sep:
-                out.append((name.strip(), value.strip()))
-    return out
 
 
 def fast_scan_possible(path: Sequence[str], env: Mapping[str, str]) -> bool:
@@ -96,7 +84,7 @@ def _scan(path: Iterable[str], group: str) -> list[EntryPointSpec]:
         if marker not in text:
             continue
         for name, value in parse_entry_points(text, group):
-            found.append(EntryPointSpec(name=name, value=value, dist=norm, version=version))
+            found.append(EntryPointSpec(name, value, norm, version, source=info_dir))
     return found
 
 

@@ -121,6 +121,8 @@ class Host:
     device_nodes: tuple[str, ...] = ()
     drivers: Mapping[str, str] = field(default_factory=dict)
     source: str = "dict"
+    python: str | None = None  # the interpreter's version (real machine: this one)
+    memory_bytes: int | None = None  # system RAM
     # backend name -> why its read_devices/read_drivers hook failed (real machine only)
     reader_errors: Mapping[str, str] = field(default_factory=dict)
 
@@ -162,35 +164,43 @@ class Host:
             "cpu": self.cpu.to_dict(),
             "device_nodes": list(self.device_nodes),
             "drivers": dict(self.drivers),
+            "python": self.python,
+            "memory_bytes": self.memory_bytes,
         }
 
     # -- constructors ----------------------------------------------------------------------
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Host:
-        """Read a simulated host (JSON, format in DESIGN.md)."""
+        """Read a simulated host (JSON, format in DESIGN.md).
+
+        The file must be a regular file of at most ``MAX_HOST_FILE_BYTES``; a FIFO, a device
+        such as ``/dev/zero`` or a folder is refused before anything is read, so a bad path
+        cannot hang or exhaust the process.
+        """
         import json
 
         p = os.fspath(path)
+        text = _read_host_file(p)
         try:
-            with open(p, encoding="utf-8") as f:
-                data = json.load(f)
-        except FileNotFoundError:
-            raise HostFileError(
-                f"host file {p!r} does not exist",
-                "a path to a JSON host file",
-                "check the path given to --host or HWBACKENDS_HOST",
-            ) from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise HostFileError(
-                f"host file {p!r} could not be read ({exc})", fix="check its permissions"
-            ) from None
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise HostFileError(
                 f"host file {p!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
                 f"{exc.msg})",
                 "a JSON object as described in the hwbackends docs",
                 "fix the JSON syntax at that position",
+            ) from None
+        except (ValueError, RecursionError) as exc:  # a 5,000-digit number; 100k nested arrays
+            why = (
+                "it is nested too deeply"
+                if isinstance(exc, RecursionError)
+                else f"it holds a number Python refuses to read ({exc})"
+            )
+            raise HostFileError(
+                f"host file {p!r} cannot be read: {why}",
+                "a JSON object as described in the hwbackends docs, a few levels deep",
+                "regenerate the file with `hwbackends env --json` or fix it by hand",
             ) from None
         return cls.from_dict(data, source=p)
 
@@ -215,6 +225,8 @@ class Host:
             "drivers",
             "comment",
             "name",
+            "python",
+            "memory_bytes",
         }
         unknown = sorted(set(data) - known)
         if unknown:
@@ -256,6 +268,12 @@ class Host:
         ddata = data.get("devices", [])
         if not isinstance(ddata, list):
             raise HostFileError(f"'devices' in {source} must be a list", "a JSON array")
+        if len(ddata) > MAX_HOST_DEVICES:
+            raise HostFileError(
+                f"'devices' in {source} lists {len(ddata)} accelerators",
+                f"at most {MAX_HOST_DEVICES} on one host",
+                "describe one machine per host file",
+            )
         devices = tuple(_device_from_dict(d, i, source) for i, d in enumerate(ddata))
 
         ff = data.get("cuda_fastest_first")
@@ -318,6 +336,8 @@ class Host:
             device_nodes=tuple(sorted(n.removeprefix("/dev/") for n in nodes)),
             drivers=dict(drivers),
             source=source,
+            python=_opt_str(data, "python", f"'python' in {source}"),
+            memory_bytes=_opt_uint(data, "memory_bytes", f"'memory_bytes' in {source}"),
         )
 
     @classmethod
@@ -362,6 +382,8 @@ class Host:
             device_nodes=_read_dev_nodes(root, backends),
             drivers=_read_drivers(root, backends, errors),
             source="system",
+            python=".".join(map(str, sys.version_info[:3])),
+            memory_bytes=_read_memtotal(root),
             reader_errors=errors,
         )
 
@@ -380,6 +402,16 @@ def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
     v = data.get(key)
     if v is not None and not isinstance(v, str):
         raise HostFileError(f"{where} must be a string or null, got {v!r}")
+    return v
+
+
+def _opt_uint(data: Mapping[str, Any], key: str, where: str) -> int | None:
+    v = data.get(key)
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+        raise HostFileError(
+            f"{where} must be a non-negative integer (bytes) or null, got {v!r}",
+            fix=f"write {key} as a whole number of bytes, e.g. 2199023255552 for 2 TiB",
+        )
     return v
 
 
@@ -414,6 +446,74 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
 
 
 # -- real-machine readers (files only) -----------------------------------------------------
+
+
+#: The largest simulated host file read; a real one is a few kilobytes.
+MAX_HOST_FILE_BYTES = 4 << 20
+#: The most accelerators a host description may list.
+MAX_HOST_DEVICES = 1024
+
+
+def _read_host_file(p: str) -> str:
+    import stat
+
+    if not p:
+        raise HostFileError(
+            "the host file path is empty",
+            "a path to a JSON host file",
+            "pass a path to --host / HWBACKENDS_HOST, or leave it out to read this machine",
+        )
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise HostFileError(
+            f"host file {p!r} does not exist",
+            "a path to a JSON host file",
+            "check the path given to --host or HWBACKENDS_HOST",
+        ) from None
+    except OSError as exc:
+        raise HostFileError(
+            f"host file {p!r} could not be opened ({exc.strerror or exc})",
+            "a readable JSON host file",
+            "check the path and its permissions",
+        ) from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a folder" if stat.S_ISDIR(st.st_mode) else "not a regular file"
+            raise HostFileError(
+                f"host file {p!r} is {kind}",
+                "a regular JSON file",
+                "pass the path of a host file (see docs/hosts/ for examples)",
+            )
+        data = os.read(fd, MAX_HOST_FILE_BYTES + 1)
+        while len(data) <= MAX_HOST_FILE_BYTES:
+            more = os.read(fd, MAX_HOST_FILE_BYTES + 1 - len(data))
+            if not more:
+                break
+            data += more
+    except OSError as exc:
+        raise HostFileError(
+            f"host file {p!r} could not be read ({exc.strerror or exc})",
+            "a readable JSON host file",
+            "check the path and its permissions",
+        ) from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_HOST_FILE_BYTES:
+        raise HostFileError(
+            f"host file {p!r} is larger than {MAX_HOST_FILE_BYTES >> 20} MiB",
+            "a host description of a few kilobytes",
+            "pass the right file; `hwbackends env --json` shows the format",
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise HostFileError(
+            f"host file {p!r} is not UTF-8 text (byte {exc.start})",
+            "a JSON text file in UTF-8",
+            "pass a JSON host file, not a binary one",
+        ) from None
 
 
 def _read_text(path: str, limit: int = 1 << 16) -> str | None:
@@ -640,6 +740,18 @@ def _read_devices(
             got = found
         out.extend(got)
     return tuple(out + others)
+
+
+def _read_memtotal(root: str) -> int | None:
+    """System RAM from ``/proc/meminfo`` (``MemTotal:  N kB``); None where it is absent."""
+    text = _read_text(os.path.join(root, "proc/meminfo"), 1 << 12) or ""
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key == "MemTotal":
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                return int(parts[0]) * 1024
+    return None
 
 
 def _read_cpu(root: str) -> CpuInfo:

@@ -246,3 +246,141 @@ class Backend(Protocol):
         host: Host | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, str]: ...
+
+
+# -- checking what a plugin returns ----------------------------------------------------------
+# A plugin's value is copied field by field into a fresh instance after each field's type is
+# checked: the copy cannot change later (a property that raises or changes type on a second
+# access), and a string "False" cannot make a backend available.
+
+
+def _str(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _opt_str(v: object) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_int(v: object) -> bool:
+    return v is None or _int(v)
+
+
+def _bool(v: object) -> bool:
+    return v is True or v is False
+
+
+def _strs(v: object) -> bool:
+    return isinstance(v, tuple) and all(isinstance(x, str) for x in v)
+
+
+def _one_of(*allowed: str) -> Any:
+    return lambda v: v in allowed and isinstance(v, str)
+
+
+def _tuple_of(cls: type) -> Any:
+    return lambda v: isinstance(v, tuple) and all(isinstance(x, cls) for x in v)
+
+
+def _str_map(v: object) -> bool:
+    return isinstance(v, Mapping) and all(
+        isinstance(k, str) and isinstance(x, str) for k, x in v.items()
+    )
+
+
+_SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
+    Probe: {
+        "backend": (_str, "str"),
+        "hardware_present": (_bool, "bool"),
+        "software_ready": (_bool, "bool"),
+        "reason": (_str, "str"),
+        "hint": (_opt_str, "str or None"),
+        "evidence": (_strs, "tuple of str"),
+    },
+    Device: {
+        "backend": (_str, "str"),
+        "device_type": (_str, "str"),
+        "index": (_int, "int"),
+        "physical_index": (_int, "int"),
+        "uuid": (_opt_str, "str or None"),
+        "pci_bus_id": (_opt_str, "str or None"),
+        "name": (_opt_str, "str or None"),
+        "arch": (_opt_str, "str or None"),
+        "memory_bytes": (_opt_int, "int or None"),
+        "sub_index": (_opt_int, "int or None"),
+        "label": (_opt_str, "str or None"),
+    },
+    AttentionOption: {
+        "name": (_str, "str"),
+        "source": (_str, "str"),
+        "packages": (_strs, "tuple of str"),
+        "hub_kernel": (_opt_str, "str or None"),
+        "note": (_str, "str"),
+    },
+    QuantSupport: {
+        "method": (_str, "str"),
+        "status": (_one_of("supported", "partial", "unsupported", "unknown"), "a SupportLevel"),
+        "reason": (_str, "str"),
+        "source": (_str, "str"),
+        "min_arch": (_opt_str, "str or None"),
+        "packages": (_strs, "tuple of str"),
+    },
+    Limitation: {
+        "text": (_str, "str"),
+        "source": (_str, "str"),
+        "report_to_exclude": (_strs, "tuple of str"),
+    },
+    Capabilities: {
+        "backend": (_str, "str"),
+        "device_type": (_str, "str"),
+        "arch": (_opt_str, "str or None"),
+        "dtypes": (_strs, "tuple of str"),
+        "training_precision": (_one_of("bf16", "fp16", "fp32"), "'bf16', 'fp16' or 'fp32'"),
+        "attention": (_tuple_of(AttentionOption), "tuple of AttentionOption"),
+        "distributed_backend": (_str, "str"),
+        "kernel_device": (_opt_str, "str or None"),
+        "kernel_layers": (_strs, "tuple of str"),
+        "quantization": (_tuple_of(QuantSupport), "tuple of QuantSupport"),
+        "device_map_auto": (_bool, "bool"),
+        "limitations": (_tuple_of(Limitation), "tuple of Limitation"),
+        "sources": (_str_map, "mapping of str to str"),
+        "inference_dtype": (_opt_str, "str or None"),
+    },
+}
+
+_ELEMENTS = {"attention": AttentionOption, "quantization": QuantSupport, "limitations": Limitation}
+_T = Any
+
+
+def checked(value: object, cls: type[_T], what: str) -> _T:
+    """A fresh ``cls`` with ``value``'s fields, each of the declared type; else ``TypeError``
+    naming ``what`` (``"acme.probe()"``), the fields and the types expected."""
+    if not isinstance(value, cls):
+        raise TypeError(
+            f"{what} returned {type(value).__name__}, expected hwbackends.{cls.__name__}"
+        )
+    fields: dict[str, Any] = {}
+    bad: list[str] = []
+    for name, (ok, expected) in _SCHEMAS[cls].items():
+        v = getattr(value, name)
+        if not ok(v):
+            shown = repr(v)
+            bad.append(f"{name}={shown[:40]} (expected {expected})")
+            continue
+        element = _ELEMENTS.get(name) if cls is Capabilities else None
+        if element is not None:
+            v = tuple(checked(x, element, what) for x in v)
+        elif isinstance(v, Mapping):
+            v = dict(v)
+        elif isinstance(v, tuple):
+            v = tuple(v)
+        fields[name] = v
+    if bad:
+        raise TypeError(
+            f"{what} returned a {cls.__name__} with mistyped field(s): {'; '.join(bad)}"
+        )
+    return cls(**fields)

@@ -8,18 +8,19 @@ edits ``os.environ``: each is recorded as a broken ``BackendStatus`` and skipped
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ._discovery import EntryPointSpec, discover
 from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
+from ._guard import DEFAULT_TIMEOUT, PluginFault, call, timeout_from
 from ._host import Host
-from ._protocol import API_VERSION, Backend, Device, Probe
+from ._protocol import API_VERSION, Backend, Device, Probe, checked
 
 __all__ = [
     "BackendStatus",
@@ -45,6 +46,7 @@ SETTINGS_VARS = (
     "HWBACKENDS_DEBUG",
     "HWBACKENDS_DISCOVERY",
     "HWBACKENDS_NO_CACHE",
+    "HWBACKENDS_TIMEOUT",
 )
 
 
@@ -64,6 +66,9 @@ class Settings:
     strict: bool = False
     debug: bool = False
     host_file: str | None = None
+    timeout: float = DEFAULT_TIMEOUT  # seconds per plugin call; 0: no limit
+    no_cache: bool = False
+    discovery: str = "auto"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
@@ -72,14 +77,49 @@ class Settings:
             forced=forced,
             allow=_names(env.get("HWBACKENDS_PLUGINS")),
             deny=_names(env.get("HWBACKENDS_DISABLE")) or frozenset(),
-            strict=_truthy(env.get("HWBACKENDS_STRICT")),
-            debug=_truthy(env.get("HWBACKENDS_DEBUG")),
+            strict=_truthy(env.get("HWBACKENDS_STRICT"), "HWBACKENDS_STRICT"),
+            debug=_truthy(env.get("HWBACKENDS_DEBUG"), "HWBACKENDS_DEBUG"),
             host_file=env.get("HWBACKENDS_HOST") or None,
+            timeout=timeout_from(env),
+            no_cache=_truthy(env.get("HWBACKENDS_NO_CACHE"), "HWBACKENDS_NO_CACHE"),
+            discovery=_choice(env.get("HWBACKENDS_DISCOVERY"), "HWBACKENDS_DISCOVERY"),
         )
 
 
-def _truthy(v: str | None) -> bool:
-    return (v or "").strip().lower() in ("1", "true", "yes", "on")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("", "0", "false", "no", "off")
+#: HWBACKENDS_DISCOVERY: "" / "auto" scan sys.path directly where possible, "importlib" always
+#: asks importlib.metadata (see _discovery.fast_scan_possible).
+_DISCOVERY = ("auto", "importlib")
+
+
+def _truthy(v: str | None, name: str = "the switch") -> bool:
+    """A switch's value; a typo (``maybe``, ``ture``) is refused, never read as off."""
+    word = (v or "").strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    from ._errors import SettingsError
+
+    raise SettingsError(
+        f"{name}={v!r} is not a switch value{_close_matches(word, _TRUE + _FALSE[1:])}",
+        f"one of {', '.join(_TRUE)} to turn it on, or {', '.join(_FALSE[1:])} or empty for off",
+        f"set {name}=1 or {name}=0, or unset it",
+    )
+
+
+def _choice(v: str | None, name: str) -> str:
+    word = (v or "").strip().lower()
+    if word in ("", *_DISCOVERY):
+        return word or "auto"
+    from ._errors import SettingsError
+
+    raise SettingsError(
+        f"{name}={v!r} is not a discovery method{_close_matches(word, _DISCOVERY)}",
+        f"one of {', '.join(_DISCOVERY)} (or unset, which is auto)",
+        f"set {name}=importlib to ask importlib.metadata, or unset it",
+    )
 
 
 @dataclass(frozen=True)
@@ -188,69 +228,18 @@ class SelectionReport:
 # -- guarded plugin calls ------------------------------------------------------------------
 
 
-class _Broken(Exception):
-    def __init__(self, reason: str, tb: str | None = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.tb = tb
+_Broken = PluginFault  # what every guarded plugin call raises
 
 
-def _env_snapshot() -> dict[Any, Any]:
-    # os.environ keeps the raw (bytes) mapping in _data on POSIX: copying and comparing that
-    # is ~100x cheaper than decoding every variable, and this runs around every plugin call.
-    raw = getattr(os.environ, "_data", None)
-    return dict(raw) if isinstance(raw, dict) else dict(os.environ)
-
-
-def _guard(what: str, fn: Callable[[], _T], passthrough: tuple[type[Exception], ...] = ()) -> _T:
-    """Run plugin code; any exception or change to os.environ becomes ``_Broken``.
-
-    ``passthrough`` exceptions are the user's input errors, not the plugin's: they propagate.
-    """
-    before = _env_snapshot()
-    try:
-        result = fn()
-    except passthrough:
-        _restore_env(before)
-        raise
-    except (Exception, SystemExit) as exc:
-        import traceback
-
-        _restore_env(before)
-        raise _Broken(
-            f"{what} raised {type(exc).__name__}: {exc}", traceback.format_exc()
-        ) from None
-    changed = _restore_env(before)
-    if changed:
-        raise _Broken(
-            f"{what} changed os.environ ({', '.join(changed)}); a plugin must not edit the "
-            "environment of the process that imports or probes it"
-        )
-    return result
-
-
-def _restore_env(raw_before: Mapping[Any, Any]) -> list[str]:
-    raw_now = getattr(os.environ, "_data", None)
-    if raw_before == (raw_now if isinstance(raw_now, dict) else os.environ):
-        return []  # the common path: nothing changed
-    before = _decode_env(raw_before)
-    now = os.environ
-    changed = sorted(
-        {k for k in before if now.get(k) != before[k]} | {k for k in now if k not in before}
-    )
-    for k in changed:
-        if k in before:
-            now[k] = before[k]
-        else:
-            del now[k]
-    return changed
-
-
-def _decode_env(raw: Mapping[Any, Any]) -> dict[str, str]:
-    if all(isinstance(k, str) for k in raw):
-        return dict(raw)
-    dec = os.fsdecode
-    return {dec(k): dec(v) for k, v in raw.items()}
+def _guard(
+    what: str,
+    fn: Callable[[], _T],
+    passthrough: tuple[type[BaseException], ...] = (),
+    timeout: float | None = None,
+) -> _T:
+    """Run plugin code under ``hwbackends._guard.call``: a time limit, every exception and
+    every environment write the plugin's own thread made become ``_Broken``."""
+    return call(what, fn, timeout=timeout, passthrough=passthrough)
 
 
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
@@ -293,7 +282,32 @@ def protocol_problems(inst: object, expected_name: str | None = None) -> list[st
     return problems
 
 
-def _load(spec: EntryPointSpec) -> Backend:
+@dataclass(frozen=True)
+class _Meta:
+    """A backend's identity, read once when it loads: selection uses these copies, so an
+    attribute that raises or changes type on a later access cannot derail it."""
+
+    name: str
+    device_type: str
+    priority: int
+    vendor: str | None
+
+
+def _inspect(inst: object, expected_name: str) -> _Meta:
+    problems = protocol_problems(inst, expected_name)
+    if problems:
+        raise _Broken(problems[0])
+    if expected_name != expected_name.lower():
+        raise _Broken(
+            f"the entry point name {expected_name!r} has upper-case letters, but backend names "
+            f"are lower case (HWBACKENDS_BACKEND and get() lower-case what they are given); "
+            f"rename the entry point and the class's name to {expected_name.lower()!r}"
+        )
+    b: Any = inst
+    return _Meta(b.name, b.device_type, b.priority, _vendor_of(b))
+
+
+def _load(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, _Meta]:
     import importlib
 
     def do_import() -> Any:
@@ -302,28 +316,43 @@ def _load(spec: EntryPointSpec) -> Backend:
             obj = getattr(obj, part)
         return obj
 
-    cls = _guard(f"importing {spec.value!r}", do_import)
+    cls = _guard(f"importing {spec.value!r}", do_import, timeout=timeout)
     if not isinstance(cls, type):
         raise _Broken(f"{spec.value!r} is a {type(cls).__name__}, expected a backend class")
-    problem = api_problem(cls, spec.dist)
+    problem = _guard(
+        f"reading {spec.value!r}.api_version", lambda: api_problem(cls, spec.dist), timeout=timeout
+    )
     if problem:
         raise _Broken(problem)
-    inst = _guard(f"constructing {cls.__name__}()", cls)
-    problems = protocol_problems(inst, spec.name)
-    if problems:
-        raise _Broken(problems[0])
-    return inst  # type: ignore[no-any-return]
+    inst = _guard(f"constructing {cls.__name__}()", cls, timeout=timeout)
+    meta = _guard(
+        f"reading the attributes of {cls.__name__}()",
+        lambda: _inspect(inst, spec.name),
+        timeout=timeout,
+    )
+    return inst, meta
 
 
-def _probe(backend: Backend, host: Host) -> Probe:
-    p = _guard(f"{backend.name}.probe()", lambda: backend.probe(host))
-    if not isinstance(p, Probe):
-        raise _Broken(
-            f"{backend.name}.probe() returned {type(p).__name__}, expected hwbackends.Probe"
-        )
-    if p.backend != backend.name:
-        raise _Broken(f"{backend.name}.probe() returned a Probe for {p.backend!r}")
+def _probe(backend: Backend, meta: _Meta, host: Host, timeout: float | None) -> Probe:
+    what = f"{meta.name}.probe()"
+    p: Probe = _guard(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
+    if p.backend != meta.name:
+        raise _Broken(f"{what} returned a Probe for {p.backend!r}")
     return p
+
+
+def _devices(
+    backend: Backend, name: str, host: Host, env: Mapping[str, str], timeout: float | None
+) -> list[Device]:
+    what = f"{name}.devices()"
+
+    def run() -> list[Device]:
+        got = backend.devices(host, env)
+        if not isinstance(got, list):
+            raise TypeError(f"{what} returned {type(got).__name__}, expected a list of Device")
+        return [checked(d, Device, what) for d in got]
+
+    return _guard(what, run, timeout=timeout)
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -333,9 +362,19 @@ def _probe(backend: Backend, host: Host) -> Probe:
 class _Candidate:
     spec: EntryPointSpec
     backend: Backend | None = None
-    status: BackendStatus | None = None
-    load_error: _Broken | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    meta: _Meta | None = None
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def priority(self) -> int:
+        return self.meta.priority if self.meta is not None else 0
+
+    @property
+    def device_type(self) -> str:
+        return self.meta.device_type if self.meta is not None else self.spec.name
 
 
 def _builtin_specs() -> list[EntryPointSpec]:
@@ -349,16 +388,16 @@ def _version() -> str:
 
 
 def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
-    b = c.backend
+    m = c.meta
     return BackendStatus(
         name=c.spec.name,
         origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
         version=c.spec.version,
         target=c.spec.value,
         state=state,
-        priority=getattr(b, "priority", None) if b is not None else None,
-        device_type=getattr(b, "device_type", None) if b is not None else None,
-        vendor=_vendor_of(b),
+        priority=m.priority if m is not None else None,
+        device_type=m.device_type if m is not None else None,
+        vendor=m.vendor if m is not None else None,
         **kw,
     )
 
@@ -366,6 +405,40 @@ def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
 def _vendor_of(b: object) -> str | None:
     v = getattr(b, "vendor", None) if b is not None else None
     return v if isinstance(v, str) and v else None
+
+
+def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPointSpec]]) -> None:
+    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
+    and the known plugins of the catalog (a cluster-wide setting names plugins some machines
+    lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
+    from ._catalog import KNOWN_PLUGINS
+
+    names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
+    dists = {s.dist for specs in installed.values() for s in specs}
+    dists |= {k.distribution for k in KNOWN_PLUGINS}
+    for var, listed in (
+        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
+        ("HWBACKENDS_DISABLE", settings.deny),
+    ):
+        for name in sorted(listed):
+            if name in names or name in dists:
+                continue
+            raise BackendNotFoundError(
+                f"{var} names {name!r}, which is no backend{_close_matches(name, names)}",
+                f"comma-separated backend names from {', '.join(sorted(names))}",
+                f"correct or remove {name!r} in {var} (`hwbackends plugins` lists the installed "
+                "ones)",
+            )
+
+
+def _unknown_settings(env: Mapping[str, str]) -> list[str]:
+    """A misspelled HWBACKENDS_* variable is otherwise ignored without a word."""
+    out = []
+    for key in sorted(k for k in env if k.startswith("HWBACKENDS_") and k not in SETTINGS_VARS):
+        near = _close_matches(key, SETTINGS_VARS)
+        known = near or f" (the variables are {', '.join(SETTINGS_VARS)})"
+        out.append(f"{key} is not a hwbackends variable and is ignored{known}")
+    return out
 
 
 def _close_matches(name: str, names: Iterable[str]) -> str:
@@ -393,26 +466,46 @@ class Registry:
         self.discovery = method
         self.discovery_ms = (time.perf_counter() - t0) * 1000
         self.specs = _builtin_specs() + found
-        self._loaded: dict[int, Backend | _Broken] = {}
+        self._loaded: dict[int, tuple[Backend, _Meta] | _Broken] = {}
+        self._load_lock = _thread.RLock()
 
     def names(self) -> list[str]:
         return sorted({s.name for s in self.specs})
 
-    def load(self, spec: EntryPointSpec) -> Backend:
+    def load(self, spec: EntryPointSpec, timeout: float | None = None) -> Backend:
         """Import one plugin (once); raises ``_Broken``."""
-        key = id(spec)
-        if key not in self._loaded:
-            from ._fast import INSTANCES
+        return self.loaded(spec, timeout)[0]
 
-            known = INSTANCES.get(spec.value)  # made by the selection cache in this process
-            try:
-                self._loaded[key] = known if known is not None else _load(spec)
-            except _Broken as exc:
-                self._loaded[key] = exc
-        got = self._loaded[key]
+    def loaded(self, spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, _Meta]:
+        """The plugin's instance and the identity read from it at load; raises ``_Broken``."""
+        key = id(spec)
+        got = self._loaded.get(key)
+        if got is None:
+            with self._load_lock:  # threads asking at once import and construct it once
+                got = self._loaded.get(key)
+                if got is None:
+                    got = self._loaded[key] = self._load_now(spec, timeout)
         if isinstance(got, _Broken):
             raise got
         return got
+
+    def _load_now(
+        self, spec: EntryPointSpec, timeout: float | None
+    ) -> tuple[Backend, _Meta] | _Broken:
+        from ._fast import INSTANCES
+
+        known = INSTANCES.get(spec.value)  # made by the selection cache in this process
+        try:
+            if known is None:
+                return _load(spec, timeout)
+            meta = _guard(
+                f"reading the attributes of {type(known).__name__}()",
+                lambda: _inspect(known, spec.name),
+                timeout=timeout,
+            )
+            return known, meta
+        except _Broken as exc:
+            return exc
 
     def get(self, name: str) -> Backend:
         key = name.strip().lower()
@@ -424,8 +517,9 @@ class Registry:
                 f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
             )
         conflict = _conflict(specs)
-        if conflict:
+        if conflict and not specs[0].value.startswith("hwbackends._"):
             raise PluginError(conflict, fix="uninstall all but one of these distributions")
+        # a plugin claiming a built-in name is reported by selection; the built-in stands
         try:
             return self.load(specs[0])
         except _Broken as exc:
@@ -453,11 +547,14 @@ class Registry:
                 f"one of {', '.join(sorted(by_name))}",
                 f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
             )
+        _check_listed_names(settings, by_name)
+        warnings.extend(_unknown_settings(env))
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
         ready: list[tuple[Backend, Probe, _Candidate]] = []
         hardware_unready: list[Probe] = []
+        limit = settings.timeout
         for name in sorted(by_name):
             specs = by_name[name]
             c = _Candidate(specs[0])
@@ -485,10 +582,10 @@ class Registry:
                 continue
             t0 = time.perf_counter()
             try:
-                c.backend = self.load(c.spec)
+                c.backend, c.meta = self.loaded(c.spec, limit)
                 if name in host.reader_errors:
                     raise _Broken(f"reading the machine: {host.reader_errors[name]}")
-                probe = _probe(c.backend, host)
+                probe = _probe(c.backend, c.meta, host, limit)
             except _Broken as exc:
                 statuses[name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
                 continue
@@ -509,53 +606,50 @@ class Registry:
                 raise BackendUnavailableError(
                     f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
                     f"{forced.reason}",
-                    f"an available backend ({', '.join(b.name for b, _, _ in ready) or 'none'})",
+                    f"an available backend ({', '.join(c.name for _, _, c in ready) or 'none'})",
                     hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
                 )
-            ready = [r for r in ready if r[0].name == settings.forced]
+            ready = [r for r in ready if r[2].name == settings.forced]
 
-        ready.sort(key=lambda r: (-r[0].priority, r[0].name))
-        chosen: Backend | None = None
+        ready.sort(key=lambda r: (-r[2].priority, r[2].name))
+        chosen: _Candidate | None = None
         devices: list[Device] = []
+        vis_report: Any = None
         passed_over: list[str] = []  # ready backends that could not be used after all
         for backend, _probe_result, c in ready:
             t0 = time.perf_counter()
             try:
-                # A visibility value the runtime would reject is the user's error: say so
-                # rather than blame the plugin and fall back to another backend.
-                devices = _guard(
-                    f"{backend.name}.devices()",
-                    partial(backend.devices, host, env),
-                    passthrough=(VisibilityError,),
-                )
-                if not isinstance(devices, list) or not all(isinstance(d, Device) for d in devices):
-                    raise _Broken(f"{backend.name}.devices() must return a list of Device")
+                # The core reads the visibility variables with the backend's declared rule
+                # first: a value the runtime would reject is the user's error (raised as
+                # is), while a VisibilityError from the plugin's own devices() is its fault.
+                vis_report = _visibility(backend, c, env, host, limit)
+                devices = _devices(backend, c.name, host, env, limit)
             except _Broken as exc:
-                statuses[backend.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
-                passed_over.append(backend.name)
+                statuses[c.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                passed_over.append(c.name)
                 continue
             finally:
-                timings[f"devices:{backend.name}"] = (time.perf_counter() - t0) * 1000
-            if not devices and backend.name != "cpu":
-                old = statuses[backend.name]
-                shown = _visible_vars(env, backend)
+                timings[f"devices:{c.name}"] = (time.perf_counter() - t0) * 1000
+            if not devices and c.name != "cpu":
+                old = statuses[c.name]
+                shown = _visible_vars(env, vis_report)
                 if shown:
                     why = (
-                        f"{backend.name} hardware is present, but the visibility variables "
+                        f"{c.name} hardware is present, but the visibility variables "
                         f"hide every device from this process ({shown})"
                     )
                 else:
                     why = (
-                        f"{backend.name} hardware evidence was found ({old.reason}), but no "
+                        f"{c.name} hardware evidence was found ({old.reason}), but no "
                         "device could be enumerated from the host's PCI devices"
                     )
-                statuses[backend.name] = _status(
+                statuses[c.name] = _status(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
                 warnings.append(f"{why}; this process cannot use it")
-                passed_over.append(backend.name)
+                passed_over.append(c.name)
                 continue
-            chosen = backend
+            chosen = c
             break
 
         if chosen is None and settings.forced is not None:
@@ -574,7 +668,7 @@ class Registry:
             )
         statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
 
-        others = [r[0].name for r in ready if r[0].name != chosen.name]
+        others = [r[2].name for r in ready if r[2].name != chosen.name]
         unserved = _unserved_hardware(host, statuses, by_name)
         if settings.forced is not None:
             rule = "forced"
@@ -600,16 +694,12 @@ class Registry:
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
         vis = None
-        try:
-            from .visibility import explain_visibility, variables_for
-
-            for k in variables_for(chosen):
+        if vis_report is not None:
+            rep, declared = vis_report
+            for k in declared:
                 env_read[k] = env.get(k)
-            vrep = explain_visibility(chosen, env, host)
-            vis = vrep.to_dict()
-            warnings.extend(vrep.warnings)
-        except Exception as exc:  # a plugin's rule that fails: reported, never fatal
-            vis = {"note": f"the {chosen.name} visibility rule failed: {exc}"}
+            vis = rep.to_dict()
+            warnings.extend(rep.warnings)
         return SelectionReport(
             chosen=chosen.name,
             # a backend whose device string depends on the software stack (neuron/xla)
@@ -629,19 +719,35 @@ class Registry:
         )
 
 
+def _visibility(
+    backend: Backend, c: _Candidate, env: Mapping[str, str], host: Host, limit: float | None
+) -> tuple[Any, tuple[str, ...]]:
+    """The backend's visibility report and declared variables, read by the core.
+
+    A declaration that is not a rule, or a rule that fails, is the plugin's fault
+    (``_Broken``); a ``VisibilityError`` from reading the values is the user's, raised as is.
+    """
+    from .visibility import explain_visibility, rule_of
+
+    rule = _guard(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit)
+    variables = tuple(v for v in rule.variables if isinstance(v, str))
+    rep = _guard(
+        f"the {c.name} visibility rule",
+        lambda: explain_visibility(backend, env, host),
+        passthrough=(VisibilityError,),
+        timeout=limit,
+    )
+    return rep, variables
+
+
 def _replace_state(s: BackendStatus, state: State) -> BackendStatus:
     from dataclasses import replace
 
     return replace(s, state=state)
 
 
-def _visible_vars(env: Mapping[str, str], backend: Backend) -> str:
-    try:
-        from .visibility import variables_for
-
-        keys = [k for k in variables_for(backend) if k in env]
-    except Exception:
-        keys = []
+def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
+    keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
     return ", ".join(f"{k}={env[k]!r}" for k in keys)
 
 
@@ -868,11 +974,13 @@ def installed_backends(env: Mapping[str, str] | None = None) -> list[Backend]:
     return out
 
 
-def entry_point_value(name: str) -> str | None:
-    """The ``module:attr`` the default registry loads for ``name`` (None: unknown name)."""
+def entry_point_source(name: str) -> tuple[str, str] | None:
+    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name``; the folder
+    is ``""`` for the built-in. None: unknown name, or found without a folder (importlib)."""
     for s in _default_registry().specs:
         if s.name == name:
-            return s.value
+            builtin = s.value.startswith("hwbackends._")
+            return (s.value, s.source) if builtin or s.source else None
     return None
 
 

@@ -44,6 +44,10 @@ from ._facts import (
 )
 from ._protocol import Precision, SupportLevel
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from ._confirm import Confirmation
+
 __all__ = [
     "FLASH_PACKAGES",
     "HF_REF",
@@ -52,6 +56,7 @@ __all__ = [
     "USE_KERNELS_ADVICE",
     "AcceleratorBackend",
     "ArchFacts",
+    "Confirmation",
     "FlashRow",
     "KernelsState",
     "PciModel",
@@ -76,3 +81,12 @@ __all__ = [
     "transformers_tables",
     "version_in_range",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # loaded on first use: the runtime check's module is not needed to declare a backend
+    if name == "Confirmation":
+        from ._confirm import Confirmation
+
+        return Confirmation
+    raise AttributeError(f"module 'hwbackends.facts' has no attribute {name!r}")

@@ -185,7 +185,7 @@ def test_nvml_enriches_only_the_real_machine(monkeypatch: pytest.MonkeyPatch) ->
     fake = FakeNVML()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
     host = _system_a100()
-    devs = CudaBackend().devices(host, {})
+    devs = CudaBackend().devices(_nvml.enrich(host), {})
     assert fake.calls == ["init", "shutdown"]  # nothing kept open
     assert [(d.uuid, d.sub_index, d.memory_bytes) for d in devs] == [
         ("MIG-aaaa1111", 0, 20937965568),
@@ -193,8 +193,6 @@ def test_nvml_enriches_only_the_real_machine(monkeypatch: pytest.MonkeyPatch) ->
     ]
     assert {d.arch for d in devs} == {"sm_80"}
     assert devs[0].name == "NVIDIA A100-SXM4-40GB MIG 3g.20gb"
-    CudaBackend().devices(host, {})
-    assert fake.calls == ["init", "shutdown"]  # cached per host object
 
     simulated = Host.from_dict({"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:07:00.0"}]})
     assert _nvml.enrich(simulated) is simulated
@@ -212,6 +210,32 @@ def test_nvml_failure_keeps_the_file_facts(monkeypatch: pytest.MonkeyPatch) -> N
     host = _system_a100()
     assert _nvml.enrich(host) is host
     assert [d.arch for d in CudaBackend().devices(host, {})] == [None]
+
+
+def test_selection_and_devices_never_call_nvml(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Selection reads files only: with pynvml importable, neither devices() nor explain()
+    initialises NVML, and nothing is kept per call (no growth over many calls)."""
+    import gc
+
+    import hwbackends
+    from hwbackends import _confirm
+
+    fake = FakeNVML()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    host = _system_a100()
+    CudaBackend().devices(host, {})
+    gc.collect()
+    before = len(gc.get_objects())
+    for _ in range(200):
+        hwbackends.explain(env={}, host=host)
+    gc.collect()
+    assert fake.calls == []
+    assert len(gc.get_objects()) - before < 2000  # was two Host objects kept per call
+    # the opt-in runtime check is where NVML is asked
+    seen: list[Host] = []
+    monkeypatch.setattr(_confirm, "confirm", lambda b, h, e, timeout: seen.append(h))
+    CudaBackend().confirm(host, {})
+    assert fake.calls == ["init", "shutdown"] and seen[0].devices[0].extra["enriched_by"] == "nvml"
 
 
 def test_import_loads_no_torch_transformers_or_pynvml() -> None:

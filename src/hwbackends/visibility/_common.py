@@ -170,6 +170,7 @@ class Trace:
     warnings: list[str] = field(default_factory=list)
     uncertain: bool = False
     _entry_steps: int = 0
+    _warned: set[str] = field(default_factory=set)  # beside the list: O(1) repeats
 
     def read(self, name: str) -> str | None:
         """Read one variable (None = unset) and record it."""
@@ -179,6 +180,12 @@ class Trace:
                 f"environment variable {name} has a {type(value).__name__} value",
                 "a mapping of variable names to strings (leave a name out to mean unset)",
                 "pass os.environ or a dict of strings",
+            )
+        if value is not None and len(value) > MAX_VALUE_CHARS:
+            raise VisibilityError(
+                f"{name} is {len(value)} characters long",
+                f"at most {MAX_VALUE_CHARS} characters: the devices of one machine fit in far less",
+                f"set {name} to the devices this process should use",
             )
         self.variables[name] = value
         if value is None:
@@ -206,10 +213,16 @@ class Trace:
             self.steps.append(f"(further entries are not listed; more than {MAX_ENTRY_STEPS})")
 
     def warn(self, msg: str, *, uncertain: bool = False) -> None:
-        if msg not in self.warnings:
-            self.warnings.append(msg)
+        """A warning, once; a long list's per-entry warnings stop at MAX_WARNINGS."""
         if uncertain:
             self.uncertain = True
+        if msg in self._warned:
+            return
+        self._warned.add(msg)
+        if len(self.warnings) < MAX_WARNINGS:
+            self.warnings.append(msg)
+        elif len(self.warnings) == MAX_WARNINGS:
+            self.warnings.append(f"(further warnings are not listed; more than {MAX_WARNINGS})")
 
     def infer(self, msg: str) -> None:
         """A step whose rule is inferred: recorded as a step and marks the report uncertain."""
@@ -257,16 +270,28 @@ def devices_of(host: HostLike) -> list[DeviceLike]:
     return devices
 
 
+#: Warnings kept in one report; per-entry warnings of a long list are summarised after these.
+MAX_WARNINGS = 32
+
+#: Longest visibility value read: every reader is linear, and this bounds its time and output.
+MAX_VALUE_CHARS = 1 << 16
+
+#: Upper bound of a per-device count or id read from a host description (cores, tiles,
+#: module ids): real parts have at most a few dozen, and the readers expand counts into lists.
+MAX_PER_DEVICE = 256
+
+
 def int_extra(dev: DeviceLike, key: str, position: int, kind: str) -> int | None:
     """A non-negative integer device extra, None when absent; anything else is an error."""
     extra = dev.extra or {}
     if key not in extra or extra[key] is None:
         return None
     value: object = extra[key]
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_PER_DEVICE:
+        shown = repr(value) if len(repr(value)) < 40 else repr(value)[:40] + "…"
         raise VisibilityError(
-            f"{kind} device {position} has {key}={value!r}",
-            f"'{key}' to be a non-negative integer",
+            f"{kind} device {position} has {key}={shown}",
+            f"'{key}' to be an integer from 0 to {MAX_PER_DEVICE}",
             f"fix the '{key}' field of that device in the host description",
         )
     return value

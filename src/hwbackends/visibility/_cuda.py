@@ -464,21 +464,25 @@ def torch_parse(value: str | None) -> list[int] | list[str]:
     if value.startswith(_UUIDS):
         prefix = value[:4]
         cands: list[str] = []
+        seen_text: set[str] = set()  # beside the list: membership tests stay O(1)
         for elem in value.split(","):
-            if elem in cands:
+            if elem in seen_text:
                 return []
             if not elem.startswith(prefix):
                 break
             cands.append(elem)
+            seen_text.add(elem)
         return cands
     ints: list[int] = []
+    seen: set[int] = set()
     for elem in value.split(","):
         x = _torch_strtoul(elem.strip())
-        if x in ints:
+        if x in seen:
             return []
         if x < 0:
             break
         ints.append(x)
+        seen.add(x)
     return ints
 
 

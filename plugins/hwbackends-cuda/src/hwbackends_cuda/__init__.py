@@ -1,8 +1,9 @@
 """hwbackends plugin for NVIDIA GPUs through CUDA builds of torch.
 
 Importing this module imports neither torch, transformers nor pynvml: the probe reads files
-(``/sys/bus/pci``, ``/proc/driver/nvidia``, ``/dev``) through the ``Host`` it is given, and
-NVML is asked only inside ``devices()`` on the real machine (see ``_nvml``).
+(``/sys/bus/pci``, ``/proc/driver/nvidia``, ``/dev``) through the ``Host`` it is given, and so
+do ``devices()`` and selection. NVML is asked only by ``confirm()``, the opt-in runtime check
+(see ``_nvml``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from ._quant import VERDICTS
 
 if TYPE_CHECKING:
     from hwbackends import Host, HostDevice, Probe
+    from hwbackends.facts import Confirmation
 
 __all__ = ["CudaBackend"]
 
@@ -98,8 +100,10 @@ class CudaBackend(BaseBackend):
             arch = row.arch if row else None
         return arch
 
-    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
-        return super().devices(_nvml.enrich(host), env)
+    def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
+        """The runtime check, predicted from the host enriched by NVML (MIG instances,
+        memory, compute capability): the user asked for the driver to be consulted."""
+        return super().confirm(_nvml.enrich(host), env, timeout=timeout)
 
     def make_device(
         self,

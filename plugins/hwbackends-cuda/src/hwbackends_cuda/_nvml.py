@@ -3,9 +3,10 @@
 NVML is the management library behind ``nvidia-smi``: it reads the driver without creating a
 CUDA context, so a process stays fork-safe (vLLM and Ray probe the same way: vllm-project/vllm
 ``vllm/platforms/cuda.py``, ray-project/ray ``python/ray/_private/accelerators/nvidia_gpu.py``).
-It is asked only about the real machine, never about a
+It is asked only by ``CudaBackend.confirm()``, the opt-in
+runtime check, never by selection or ``devices()`` (which read files only), never about a
 simulated host, and only when ``pynvml`` imports: ``nvmlInit`` then ``nvmlShutdown`` in one
-call, nothing kept open. It fills what the files do not give: compute capability, memory,
+call, nothing kept open or cached. It fills what the files do not give: compute capability, memory,
 and the MIG instances of MIG-enabled GPUs (``extra["mig"]``, the format the visibility layer
 reads). Values already in the host win.
 
@@ -27,10 +28,6 @@ if TYPE_CHECKING:
     from hwbackends import Host, HostDevice
 
 __all__ = ["enrich"]
-
-# Host objects already enriched in this process: id -> (host, enriched). The host is kept so
-# that its id cannot be reused by another object while the entry lives.
-_done: dict[int, tuple[Host, Host]] = {}
 
 
 def _text(value: Any) -> str:
@@ -108,9 +105,6 @@ def enrich(host: Host) -> Host:
     """The host with NVML facts added to its NVIDIA devices (the same host when not possible)."""
     if host.simulated or not host.devices_of("nvidia"):
         return host
-    hit = _done.get(id(host))
-    if hit is not None and hit[0] is host:
-        return hit[1]
     result = host
     try:
         pynvml: Any = importlib.import_module("pynvml")  # the nvidia-ml-py distribution
@@ -137,5 +131,4 @@ def enrich(host: Host) -> Host:
                     for d in host.devices
                 )
                 result = replace(host, devices=devices)
-    _done[id(host)] = (host, result)
     return result

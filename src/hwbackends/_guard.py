@@ -1,0 +1,282 @@
+"""Running plugin code so that it cannot hang, crash or edit the process that asked.
+
+Every call into a plugin (import, constructor, probe, ``devices()``, the host-reading hooks,
+``capabilities()``) goes through ``call``:
+
+- **Time limit.** The call runs on a worker thread; the caller waits at most
+  ``HWBACKENDS_TIMEOUT`` seconds (default 30; ``0`` runs the call inline with no limit). A
+  call that does not return in time is a fault: the worker is abandoned (Python cannot stop a
+  thread) and the plugin reported broken. Workers are reused, so a selection costs one thread.
+- **Any exception is the plugin's.** ``Exception``, ``SystemExit``, ``GeneratorExit``,
+  ``KeyboardInterrupt`` raised *by plugin code* and custom ``BaseException`` subclasses become
+  a ``PluginFault``. A real Ctrl-C is delivered to the caller's thread, which is waiting, not
+  running plugin code, so it stops the program as usual.
+- **Environment writes are attributed, never guessed.** An audit hook (PEP 578 events
+  ``os.putenv`` / ``os.unsetenv``) records the writes made *by the thread running the plugin
+  call*, with each variable's value before. Writes by other threads of the application are
+  neither recorded nor undone, so a busy application never loses a write and a plugin is
+  never blamed for a race. After the call, a variable the plugin changed is put back only if
+  it still holds the plugin's value (a later write by anyone else wins), and the plugin is
+  reported broken.
+
+This module imports only builtins, so the selection path stays cheap.
+"""
+
+from __future__ import annotations
+
+import _thread
+import contextlib
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any, TypeVar
+
+    _T = TypeVar("_T")
+    _Writes = dict[str, list[str | None]]
+    # (failed, the value or the exception, its traceback, the env writes of the call)
+    _Outcome = tuple[bool, Any, str | None, _Writes]
+
+__all__ = ["DEFAULT_TIMEOUT", "PluginFault", "call", "describe", "timeout_from"]
+
+#: Seconds a single plugin call may take before it is reported as hanging.
+DEFAULT_TIMEOUT = 30.0
+_MAX_TEXT = 500  # characters of a plugin's exception message kept in a report
+
+
+class PluginFault(Exception):
+    """Plugin code failed: ``reason`` says how, ``tb`` is its traceback when there is one."""
+
+    def __init__(self, reason: str, tb: str | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.tb = tb
+
+
+def timeout_from(env: Mapping[str, str]) -> float:
+    """``HWBACKENDS_TIMEOUT`` as seconds (0: no limit, run inline)."""
+    raw = (env.get("HWBACKENDS_TIMEOUT") or "").strip()
+    if not raw:
+        return DEFAULT_TIMEOUT
+    if raw.lower() in ("0", "off", "none"):
+        return 0.0
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 < value < 1e6:  # also refuses nan and inf
+        from ._errors import HwBackendsError
+
+        raise HwBackendsError(
+            f"HWBACKENDS_TIMEOUT={raw!r} is not a number of seconds",
+            "a positive number of seconds, or 0 / off for no limit",
+            "set HWBACKENDS_TIMEOUT=30 (the default) or unset it",
+        )
+    return value
+
+
+def describe(exc: BaseException) -> str:
+    """``Type: message`` of a plugin's exception, even when its ``__str__`` misbehaves."""
+    try:
+        text = str(exc)
+    except BaseException:  # a hostile __str__ must not escape either
+        text = "<the exception's message could not be read>"
+    if len(text) > _MAX_TEXT:
+        text = text[:_MAX_TEXT] + "…"
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# -- environment-write attribution ---------------------------------------------------------
+
+# thread ident -> {variable: [value before the call, value the plugin left]} for the threads
+# running a plugin call right now; empty almost always, which is all the hook checks.
+_recorders: dict[int, _Writes] = {}
+_hook_installed = False
+
+
+def _text(v: object) -> str:
+    return os.fsdecode(v) if isinstance(v, bytes) else str(v)
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if not _recorders:
+        return
+    if event != "os.putenv" and event != "os.unsetenv":
+        return
+    rec = _recorders.get(_thread.get_ident())
+    if rec is None:
+        return  # another thread of the application: not ours to judge
+    try:
+        key = _text(args[0])
+        new = _text(args[1]) if event == "os.putenv" else None
+        entry = rec.get(key)
+        if entry is None:
+            # the audit event fires before os.environ's mapping is updated: this is the old value
+            rec[key] = [os.environ.get(key), new]
+        else:
+            entry[1] = new
+    except Exception:
+        pass  # an audit hook must never break the write it observes
+
+
+def _install_hook() -> None:
+    global _hook_installed
+    _hook_installed = True
+    # another hook may veto adding hooks: then writes go undetected, nothing else changes
+    with contextlib.suppress(Exception):
+        sys.addaudithook(_audit)
+
+
+def _undo(writes: _Writes) -> list[str]:
+    """Put back what the plugin changed, where nobody has written since; the names changed."""
+    changed = []
+    for key, (before, after) in writes.items():
+        if before == after:
+            continue
+        changed.append(key)
+        env = os.environ
+        try:
+            if env.get(key) != after:
+                continue  # written again since, by someone else: theirs stands
+            if before is None:
+                env.pop(key, None)
+            else:
+                env[key] = before
+        except Exception:
+            pass
+    return sorted(changed)
+
+
+# -- the worker threads --------------------------------------------------------------------
+
+
+def _run(fn: Callable[[], Any]) -> _Outcome:
+    ident = _thread.get_ident()
+    writes: _Writes = {}
+    _recorders[ident] = writes
+    try:
+        return (False, fn(), None, writes)
+    except BaseException as exc:  # everything plugin code raises is the plugin's
+        import traceback
+
+        try:
+            tb = traceback.format_exc()
+        except BaseException:
+            tb = None
+        return (True, exc, tb, writes)
+    finally:
+        _recorders.pop(ident, None)
+
+
+_plugin_threads: set[int] = set()  # idents of the worker threads (plugin code runs there)
+_idle: list[_Worker] = []
+_pool_lock = _thread.allocate_lock()
+
+
+class _Worker:
+    __slots__ = ("abandoned", "done", "go", "job", "out")
+
+    def __init__(self) -> None:
+        self.go = _thread.allocate_lock()
+        self.go.acquire()
+        self.done = _thread.allocate_lock()
+        self.done.acquire()
+        self.job: Callable[[], Any] | None = None
+        self.out: _Outcome | None = None
+        self.abandoned = False
+        _thread.start_new_thread(self._loop, ())
+
+    def _loop(self) -> None:
+        _plugin_threads.add(_thread.get_ident())
+        while True:
+            self.go.acquire()
+            job = self.job
+            if job is None:
+                return
+            self.out = _run(job)
+            self.done.release()
+            if self.abandoned:
+                return  # its caller gave up on it: nobody will hand it work again
+
+
+def _take() -> _Worker:
+    with _pool_lock:
+        if _idle:
+            return _idle.pop()
+    return _Worker()
+
+
+def _give_back(w: _Worker) -> None:
+    w.job = None
+    w.out = None
+    with _pool_lock:
+        _idle.append(w)
+
+
+def call(
+    what: str,
+    fn: Callable[[], _T],
+    *,
+    timeout: float | None = None,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> _T:
+    """Run plugin code ``fn``; raise ``PluginFault`` for any failure, hang or env edit.
+
+    ``what`` names the call in messages (``"acme.probe()"``). ``timeout`` defaults to
+    ``HWBACKENDS_TIMEOUT`` from ``os.environ``. ``passthrough`` exceptions propagate as they are.
+    """
+    if not _hook_installed:
+        _install_hook()
+    limit = timeout_from(os.environ) if timeout is None else timeout
+    inline = limit <= 0 or _thread.get_ident() in _plugin_threads
+    out: _Outcome | None
+    if inline:  # no limit asked, or plugin code calling back into hwbackends
+        out = _run(fn)
+    else:
+        w = _take()
+        w.job = fn
+        w.go.release()
+        try:
+            finished = w.done.acquire(True, limit)
+        except BaseException:  # a real Ctrl-C while waiting: the program stops, the worker is left
+            w.abandoned = True
+            raise
+        if not finished:
+            w.abandoned = True
+            raise PluginFault(
+                f"{what} did not return within {limit:g} s and was abandoned (it may hang); "
+                "raise HWBACKENDS_TIMEOUT if it is only slow"
+            )
+        out = w.out
+        _give_back(w)
+    if out is None:  # pragma: no cover - the worker always sets it before releasing done
+        raise PluginFault(f"{what} gave no result")
+    failed, value, tb, writes = out
+    changed = _undo(writes)
+    if failed:
+        if isinstance(value, passthrough):
+            raise value
+        if inline and isinstance(value, KeyboardInterrupt) and limit <= 0:
+            raise value  # inline, a Ctrl-C cannot be told from the plugin's own: let it stop us
+        raise PluginFault(f"{what} raised {describe(value)}", tb)
+    if changed:
+        raise PluginFault(
+            f"{what} changed os.environ ({', '.join(changed)}); a plugin must not edit the "
+            "environment of the process that imports or probes it"
+        )
+    return value  # type: ignore[no-any-return]
+
+
+def _after_fork_in_child() -> None:
+    # Only the forking thread survives: workers and their locks belong to the parent.
+    global _pool_lock
+    _pool_lock = _thread.allocate_lock()
+    _idle.clear()
+    _plugin_threads.clear()
+    _recorders.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -69,7 +69,7 @@ def test_explain_and_forced_backend(isolated: Site, capsys: pytest.CaptureFixtur
     [
         (["env", "--host", "/nonexistent.json"], "host file '/nonexistent.json' does not exist"),
         (["env", "--env", "NOEQUALS"], "--env 'NOEQUALS' is not an assignment"),
-        (["env", "--backend", "cdua", "--host", HOST], "HWBACKENDS_BACKEND='cdua' names no"),
+        (["env", "--backend", "cdua", "--host", HOST], "--backend 'cdua' names no installed"),
         (["pin", "two", "--host", HOST], "pin 'two' is not a list of physical device indices"),
     ],
 )

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         HwBackendsError,
         PluginError,
         QuantizationError,
+        SettingsError,
         UnsupportedSettingError,
         VisibilityError,
     )
@@ -53,6 +54,7 @@ __all__ = [
     "QuantSupport",
     "QuantizationError",
     "SelectionReport",
+    "SettingsError",
     "TorchBuild",
     "UnsupportedSettingError",
     "VisibilityError",
@@ -67,7 +69,8 @@ __all__ = [
 _WHERE = {
     "_errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "PluginError", "QuantizationError", "UnsupportedSettingError", "VisibilityError",
+        "PluginError", "QuantizationError", "SettingsError", "UnsupportedSettingError",
+        "VisibilityError",
     ),
     "_host": ("Host", "HostDevice", "TorchBuild"),
     "_protocol": (

@@ -12,6 +12,7 @@ __all__ = [
     "HwBackendsError",
     "PluginError",
     "QuantizationError",
+    "SettingsError",
     "UnsupportedSettingError",
     "VisibilityError",
 ]
@@ -51,6 +52,10 @@ class PluginError(HwBackendsError):
 
 class VisibilityError(HwBackendsError):
     """A visibility request the runtime cannot express, or a malformed request."""
+
+
+class SettingsError(HwBackendsError):
+    """A ``HWBACKENDS_*`` variable holds a value the library does not accept (a typo)."""
 
 
 class UnsupportedSettingError(HwBackendsError):

@@ -32,6 +32,97 @@ class UsageError(HwBackendsError):
     """Bad command-line input (exit code 2)."""
 
 
+class OutputError(HwBackendsError):
+    """Standard output refused the report (a full disk, a closed file): exit code 2."""
+
+
+# -- output ----------------------------------------------------------------------------------
+
+#: ASCII stand-ins for the report's few non-ASCII characters, used only where the terminal's
+#: encoding (PYTHONIOENCODING=ascii, a cp1252 console) cannot show them.
+_ASCII = {
+    "·": "-",
+    "●": "*",
+    "○": "o",
+    "✗": "x",
+    "→": "->",
+    "—": "-",
+    "–": "-",
+    "×": "x",
+    "…": "...",
+    "§": "S",
+    "≥": ">=",
+    "≤": "<=",
+    "²": "2",
+}
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return "".join(_ASCII.get(ch, "?") for ch in bad), exc.end
+
+
+def prepare_stdout() -> None:
+    """Let every write to stdout degrade to ASCII stand-ins instead of raising
+    UnicodeEncodeError on a terminal that cannot show a character."""
+    import codecs
+
+    try:
+        codecs.lookup_error("hwbackends-ascii")
+    except LookupError:
+        codecs.register_error("hwbackends-ascii", _ascii_fallback)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", "strict") == "strict":
+        reconfigure(errors="hwbackends-ascii")
+
+
+def emit(text: str) -> None:
+    """Write one report to stdout, whatever the terminal's encoding; a stdout that refuses the
+    bytes (``> /dev/full``, a closed pipe) is the user's setup, not an internal error."""
+    out = sys.stdout
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = "".join(_safe_char(ch, encoding) for ch in text)
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise OutputError(
+            f"could not write the report to standard output: {exc.strerror or exc}",
+            "a standard output that accepts the report (a terminal, a file, a pipe)",
+            "free space on the target device or redirect the output elsewhere",
+        ) from None
+
+
+def _safe_char(ch: str, encoding: str) -> str:
+    try:
+        ch.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return _ASCII.get(ch, "?")
+    return ch
+
+
+def _silence_stdout() -> None:
+    # What stays buffered would fail again when the interpreter flushes stdout at exit.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
 # -- shared inputs -------------------------------------------------------------------------
 
 
@@ -84,8 +175,49 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
         base.pop("HWBACKENDS_HOST", None)
     base.update(overrides)
     if args.backend:
+        _check_backend_option(args.backend)
         base["HWBACKENDS_BACKEND"] = args.backend
     return base, host
+
+
+def _check_backend_option(name: str) -> None:
+    """--backend names the option the user typed, not the variable it is carried in."""
+    import difflib
+
+    from ._registry import installed_names
+
+    names = installed_names()
+    if name.strip().lower() in names:
+        return
+    near = difflib.get_close_matches(name.strip().lower(), names, n=3, cutoff=0.5)
+    hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+    raise UsageError(
+        f"--backend {name!r} names no installed backend{hint}",
+        f"one of {', '.join(names)}",
+        "pick an installed name (`hwbackends plugins` lists them) or install that plugin",
+    )
+
+
+def cut_short(report: SelectionReport) -> list[str]:
+    """Visibility lists that end early, as warnings naming the entry: the process then sees
+    fewer devices than the variable lists, and only `devices` used to say why."""
+    import re
+
+    vis = report.visibility or {}
+    steps = [str(x) for x in vis.get("steps") or ()]
+    out = []
+    read = ""  # the variable whose entries the following steps walk through
+    for step in steps:
+        m = re.match(r"([A-Z][A-Z0-9_]*=\S.*?)\.?$", step)
+        if m:
+            read = m.group(1) + ": "
+        if re.search(r"(the list ends|ends the list)\b.*; \d+ kept\.$", step):
+            out.append(
+                f"{read}{step} The process sees only the devices before that entry "
+                f"({', '.join(d.torch_device for d in report.devices) or 'none'}). Fix: correct "
+                "or remove the entry; `hwbackends devices` shows each step"
+            )
+    return out
 
 
 def _report(args: argparse.Namespace) -> SelectionReport:
@@ -120,15 +252,13 @@ def _call(name: str, kwargs: dict[str, Any]) -> str:
     return f"{name}(" + ", ".join(f"{k}={show(k, v)}" for k, v in kwargs.items()) + ")"
 
 
-def render_settings(settings: dict[str, Any], st: _Style) -> list[str]:
+def render_settings(settings: dict[str, Any], st: _Style, view: _View) -> list[str]:
     pre, train = settings["from_pretrained"], settings["training_arguments"]
     lines = [st.bold("Recommended settings")]
-    lines.append("  " + _call("from_pretrained", pre["kwargs"]))
-    for k, why in pre["reasons"].items():
-        lines.append(st.dim(f"      {k}: {why}"))
-    lines.append("  " + _call("TrainingArguments", train["kwargs"]))
-    for k, why in train["reasons"].items():
-        lines.append(st.dim(f"      {k}: {why}"))
+    for call, plan in (("from_pretrained", pre), ("TrainingArguments", train)):
+        lines += view.wrap(_call(call, plan["kwargs"]), "  ", "      ")
+        for k, why in plan["reasons"].items():
+            lines += [st.dim(x) for x in view.wrap_brief(f"{k}: {why}", "      ", "        ")]
     return lines
 
 
@@ -177,73 +307,194 @@ def _gib(n: int | None) -> str:
     return f"{n / 2**30:.0f} GiB" if n else ""
 
 
-def _table(rows: list[list[str]], indent: str = "  ") -> list[str]:
+def _memory(n: int) -> str:
+    return f"{n / 2**40:.1f} TiB" if n >= 2**40 else f"{n / 2**30:.0f} GiB"
+
+
+class _View:
+    """How much of the report to show and how wide: the default view fits one screen (sources,
+    UUIDs and the rows of absent hardware go to --verbose); --verbose shows everything."""
+
+    #: Where a reason's citation starts: the default view shows the reason up to there.
+    _SOURCE_MARKS = ("https://", "http://", " (docs/reference/", "(docs/reference/")
+
+    def __init__(self, verbose: bool = False, width: int | None = None) -> None:
+        import shutil
+
+        self.verbose = verbose
+        # COLUMNS wins, then the terminal; a pipe or file gets 100 columns
+        self.width = max(40, width or shutil.get_terminal_size((100, 24)).columns)
+
+    def wrap(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(
+            text,
+            self.width,
+            initial_indent=first,
+            subsequent_indent=first if rest is None else rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [first.rstrip()]
+
+    def wrap_brief(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
+        """``wrap`` of ``brief(text)``; the default view keeps at most two lines of it."""
+        lines = self.wrap(self.brief(text), first, rest)
+        if self.verbose or len(lines) <= 2:
+            return lines
+        return [lines[0], lines[1].rstrip(" ,;:") + " …"]
+
+    def brief(self, text: str) -> str:
+        """A reason without its sources (default view); the whole text with --verbose."""
+        if self.verbose:
+            return text
+        cut = min((i for m in self._SOURCE_MARKS if (i := text.find(m)) > 0), default=-1)
+        if cut > 0:
+            text = text[:cut].rstrip(" :;,(")
+        return text
+
+
+def _table(rows: list[list[str]], indent: str = "  ", view: _View | None = None) -> list[str]:
+    """Aligned columns; the last column wraps under itself when the line is too wide."""
     if not rows:
         return []
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return [
-        indent + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-        for r in rows
-    ]
+    out = []
+    for r in rows:
+        head = indent + "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False))
+        lead = head + "  " if len(r) > 1 else indent
+        line = (lead + r[-1]).rstrip()
+        if view is None or len(line) <= view.width or len(lead) > view.width - 20:
+            out.append(line)
+        else:
+            out += view.wrap_brief(r[-1], lead, " " * len(lead))
+    return out
 
 
-def render_host(report: SelectionReport, st: _Style) -> list[str]:
+def versions_of(host: Host) -> dict[str, Any]:
+    """The versions peers' reports print (`transformers env`, `accelerate env`), as fields."""
+    from ._host import normalize_dist_name
+
+    packages = {
+        name: host.packages.get(normalize_dist_name(name))
+        for name in (
+            "transformers",
+            "accelerate",
+            "kernels",
+            "huggingface_hub",
+            "safetensors",
+            "deepspeed",
+        )
+    }
+    return {
+        "python": host.python,
+        "torch": host.torch.version if host.torch else None,
+        "torch_build": host.torch.flavour if host.torch else None,
+        "drivers": dict(host.drivers),
+        "memory_bytes": host.memory_bytes,
+        "packages": packages,
+    }
+
+
+def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     h = report.host
-    torch = (
-        f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "torch not installed"
-    )
+    v = versions_of(h)
     src = "this machine" if h.source == "system" else f"simulated from {h.source}"
-    lines = [
-        st.bold("Host") + f"  {h.system} {h.machine} · {h.cpu.model or 'CPU'} "
-        f"({h.cpu.count} cores) · {torch} · {src}"
-    ]
-    if h.devices:
-        rows = [
-            [
-                str(i),
-                d.vendor,
-                d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
-                d.arch or "",
-                d.pci_bus_id or "",
-                _gib(d.memory_bytes),
-            ]
-            for i, d in enumerate(h.devices)
+    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({h.cpu.count} cores)"]
+    if v["memory_bytes"]:
+        machine.append(f"{_memory(v['memory_bytes'])} RAM")
+    machine.append(src)
+    lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
+    soft = [f"Python {v['python'] or 'unknown'}"]
+    soft.append(f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "no torch")
+    soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items())]
+    present = [f"{k} {ver}" for k, ver in v["packages"].items() if ver]
+    # DeepSpeed is optional everywhere: named only when present, as the peers do
+    absent = [k for k, ver in v["packages"].items() if not ver and k != "deepspeed"]
+    if absent:
+        present.append("not installed: " + ", ".join(absent))
+    lines += view.wrap(" · ".join(soft + present), st.bold("Software") + "  ", " " * 10)
+    if not h.devices:
+        lines.append(st.bold("Hardware") + "  no device of an accelerator vendor")
+        return lines
+    if not view.verbose:
+        # Identical devices on one line each kind; the per-device table is in --verbose and
+        # the devices this process sees are listed below.
+        groups: dict[tuple[str, str, str, str], int] = {}
+        for d in h.devices:
+            name = d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed")
+            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes))
+            groups[key] = groups.get(key, 0) + 1
+        label = st.bold("Hardware") + "  "
+        for (name, vendor, arch, mem), n in groups.items():
+            detail = ", ".join(x for x in (vendor, arch, mem) if x)
+            lines += view.wrap(f"{n} × {name} ({detail})", label, " " * 10)
+            label = " " * 10
+        return lines
+    rows = [
+        [
+            str(i),
+            d.vendor,
+            d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
+            d.arch or "",
+            d.pci_bus_id or "",
+            _gib(d.memory_bytes),
         ]
-        # Every PCI function of an accelerator vendor: the backends below decide which of
-        # them are accelerators (a cloud VM's VGA function is listed here, not used there).
-        lines.append(st.bold("Devices of accelerator vendors"))
-        lines += _table(rows)
-    else:
-        lines.append(st.bold("Devices of accelerator vendors") + "  none")
+        for i, d in enumerate(h.devices)
+    ]
+    # Every PCI function of an accelerator vendor: the backends below decide which of
+    # them are accelerators (a cloud VM's VGA function is listed here, not used there).
+    lines.append(st.bold("Devices of accelerator vendors"))
+    lines += _table(rows, view=view)
     return lines
 
 
-def render_backends(report: SelectionReport, st: _Style, debug: bool = False) -> list[str]:
+def render_backends(
+    report: SelectionReport, st: _Style, debug: bool = False, view: _View | None = None
+) -> list[str]:
+    view = view or _View(verbose=True)
     rows = []
+    absent: list[str] = []  # unavailable for want of hardware: one line in the default view
     for c in report.candidates:
+        no_hardware = c.state == "unavailable" and not (c.probe and c.probe.hardware_present)
+        if no_hardware and not view.verbose:
+            absent.append(c.name)
+            continue
         mark = _MARK[c.state]
         state = {"selected": st.green, "broken": st.red, "available": st.green}.get(
             c.state, lambda s: s
         )(c.state)
-        rows.append([mark, c.name, state, f"{c.origin} {c.version}", c.reason])
+        origin = [f"{c.origin} {c.version}"] if view.verbose else []
+        rows.append([mark, c.name, state, *origin, c.reason])
     lines = [st.bold("Backends")]
-    lines += _table(rows)
+    lines += _table(rows, view=view)
+    if absent:
+        lines += view.wrap(
+            f"{', '.join(absent)}: no hardware found",
+            f"  {_MARK['unavailable']}  ",
+            "     ",
+        )
     for c in report.candidates:
         if c.probe and c.probe.hint and c.probe.hardware_present and not c.probe.available:
-            lines.append(f"    {c.name}: fix: {c.probe.hint}")
+            lines += view.wrap_brief(f"{c.name}: fix: {c.probe.hint}", "    ", "      ")
         if debug and c.traceback:
             lines.append(st.dim("    " + c.traceback.replace("\n", "\n    ").rstrip()))
     return lines
 
 
-def render_devices(report: SelectionReport, st: _Style) -> list[str]:
-    lines = [st.bold("Devices this process sees") + "  (logical → physical)"]
+def render_devices(report: SelectionReport, st: _Style, view: _View | None = None) -> list[str]:
+    view = view or _View(verbose=True)
+    vis = report.visibility or {}
+    read = {k: v for k, v in (vis.get("variables") or {}).items()}
+    quiet = bool(read) and all(v is None for v in read.values()) and not view.verbose
+    note = "logical → physical; visibility variables unset" if quiet else "logical → physical"
+    lines = [st.bold("Devices this process sees") + f"  ({note})"]
     rows = [
         [
             d.torch_device,
             "→",
             str(d.physical_index),
-            d.label or "",
+            *([d.label or ""] if view.verbose else []),
             d.name or "",
             d.arch or "",
             d.pci_bus_id or "",
@@ -251,72 +502,141 @@ def render_devices(report: SelectionReport, st: _Style) -> list[str]:
         ]
         for d in report.devices
     ]
-    lines += _table(rows) if rows else ["  none"]
-    vis = report.visibility or {}
-    read = {k: v for k, v in (vis.get("variables") or {}).items()}
-    if read:
+    if len(rows) > 8 and not view.verbose:
+        rows = _runs(report)
+    lines += _table(rows, view=view) if rows else ["  none"]
+    if read and not quiet:
         shown = ", ".join(f"{k}={'unset' if v is None else repr(v)}" for k, v in read.items())
-        lines.append(st.dim(f"  variables: {shown}"))
+        lines += [st.dim(x) for x in view.wrap(f"variables: {shown}", "  ", "    ")]
     elif "note" in vis:
-        lines.append(st.dim(f"  {vis['note']}"))
+        lines += [st.dim(x) for x in view.wrap(str(vis["note"]), "  ", "    ")]
     return lines
 
 
-def render_capabilities(report: SelectionReport, st: _Style) -> list[str]:
+def _runs(report: SelectionReport) -> list[list[str]]:
+    """Devices in runs: consecutive logical indices on consecutive physical ones, alike in
+    name, arch and memory, make one row (64 NeuronCores in order are one line)."""
+    rows: list[list[str]] = []
+    run: list[Any] = []
+
+    def span(x: object, y: object) -> str:
+        return str(x) if x == y else f"{x}-{y}"
+
+    def close() -> None:
+        if not run:
+            return
+        a, z = run[0], run[-1]
+        kind = a.torch_device.rpartition(":")[0] or a.torch_device
+        rows.append(
+            [
+                f"{kind}:{span(a.index, z.index)}" if len(run) > 1 else a.torch_device,
+                "→",
+                span(str(a.physical_index), str(z.physical_index)),
+                a.name or "",
+                a.arch or "",
+                a.pci_bus_id or "" if len(run) == 1 else f"{len(run)} devices",
+                _gib(a.memory_bytes),
+            ]
+        )
+        run.clear()
+
+    for d in report.devices:
+        if run and (
+            d.index != run[-1].index + 1
+            or d.physical_index != run[-1].physical_index + 1
+            or (d.name, d.arch, d.memory_bytes) != (run[0].name, run[0].arch, run[0].memory_bytes)
+        ):
+            close()
+        run.append(d)
+    close()
+    return rows
+
+
+def render_capabilities(
+    report: SelectionReport, st: _Style, view: _View | None = None
+) -> list[str]:
     from ._registry import get_from_report
 
+    view = view or _View(verbose=True)
     backend = get_from_report(report)
     dev = report.devices[0] if report.devices else None
     caps = backend.capabilities(dev, host=report.host)
     attn = ", ".join(dict.fromkeys(a.name for a in caps.attention))
-    lines = [
-        st.bold("Capabilities") + f"  ({caps.arch or caps.device_type})",
-        f"  precision   {caps.training_precision} for training · dtypes {', '.join(caps.dtypes)}",
-        f"  attention   {attn}",
-        f"  collective  {caps.distributed_backend}",
-        f"  hub kernels {caps.kernel_device or 'no device key'}",
-    ]
+    pad = " " * 14
+    lines = [st.bold("Capabilities") + f"  ({caps.arch or caps.device_type})"]
+    lines += view.wrap(
+        f"{caps.training_precision} for training · dtypes {', '.join(caps.dtypes)}",
+        "  precision   ",
+        pad,
+    )
+    lines += view.wrap(attn, "  attention   ", pad)
+    lines += view.wrap(
+        f"{caps.distributed_backend} · hub kernels {caps.kernel_device or 'no device key'}",
+        "  collective  ",
+        pad,
+    )
     by_status: dict[str, list[str]] = {}
     for q in caps.quantization:
         by_status.setdefault(q.status, []).append(q.method)
-    for status in ("supported", "partial", "unsupported"):
-        if by_status.get(status):
-            lines.append(f"  quant {status:<11} {', '.join(by_status[status])}")
-    for q in caps.quantization:
-        if q.status == "partial":
-            lines.append(st.dim(f"      {q.method}: {q.reason}"))
+    if view.verbose:
+        for status in ("supported", "partial", "unsupported"):
+            if by_status.get(status):
+                lines += view.wrap(", ".join(by_status[status]), f"  quant {status:<11} ", " " * 20)
+        for q in caps.quantization:
+            if q.status == "partial":
+                lines += [st.dim(x) for x in view.wrap(f"{q.method}: {q.reason}", "      ")]
+    elif caps.quantization:
+        # the exceptions by name, the supported methods by count (--verbose names them)
+        parts = [f"supported {len(by_status['supported'])}"] if by_status.get("supported") else []
+        parts += [
+            f"{status} {', '.join(by_status[status])}"
+            for status in ("partial", "unsupported")
+            if by_status.get(status)
+        ]
+        lines += view.wrap_brief(" · ".join(parts), "  quant       ", pad)
     for lim in caps.limitations:
         drop = (
             f" (drop {', '.join(lim.report_to_exclude)} from report_to)"
             if lim.report_to_exclude
             else ""
         )
-        lines.append(f"  limitation  {lim.text}{drop}")
+        lines += view.wrap_brief(f"{lim.text}{drop}", "  limitation  ", pad)
     return lines
 
 
 def render_env(
-    report: SelectionReport, st: _Style, debug: bool, settings: dict[str, Any] | None = None
+    report: SelectionReport,
+    st: _Style,
+    debug: bool,
+    settings: dict[str, Any] | None = None,
+    view: _View | None = None,
 ) -> str:
-    lines = render_host(report, st)
+    view = view or _View()
+    lines = render_host(report, st, view)
     lines.append("")
-    lines += render_backends(report, st, debug)
-    lines.append("")
-    lines.append(
-        st.bold("Chosen") + f"  {st.green(report.chosen)} (device type {report.device_type!r}) — "
-        f"{report.reason} [rule: {report.rule}]"
+    lines += render_backends(report, st, debug, view)
+    lines += view.wrap(
+        f"{st.green(report.chosen)} (device type {report.device_type!r}): {report.reason} "
+        f"[rule: {report.rule}]",
+        st.bold("Chosen") + "  ",
+        "        ",
     )
     lines.append("")
-    lines += render_devices(report, st)
+    lines += render_devices(report, st, view)
     lines.append("")
-    lines += render_capabilities(report, st)
+    lines += render_capabilities(report, st, view)
     if settings is not None:
         lines.append("")
-        lines += render_settings(settings, st)
+        lines += render_settings(settings, st, view)
     if report.warnings:
         lines.append("")
         lines.append(st.yellow(st.bold("Warnings")))
-        lines += [st.yellow(f"  ! {w}") for w in report.warnings]
+        for w in report.warnings:
+            lines += [st.yellow(x) for x in view.wrap(w, "  ! ", "    ")]
+    if not view.verbose:
+        lines.append(
+            st.dim("More: hwbackends env --verbose (sources, every backend), explain, --json")
+        )
     return "\n".join(lines)
 
 
@@ -352,6 +672,11 @@ def render_confirmation(conf: Any, st: _Style) -> list[str]:
 
 def cmd_env(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
+    extra = [w for w in cut_short(report) if w not in report.warnings]
+    if extra:
+        from dataclasses import replace
+
+        report = replace(report, warnings=(*report.warnings, *extra))
     settings = settings_for(report, env)
     conf = _confirmation(args, report, env)
     if args.json:
@@ -362,20 +687,22 @@ def cmd_env(args: argparse.Namespace) -> int:
         dev = report.devices[0] if report.devices else None
         d["capabilities"] = backend.capabilities(dev, host=report.host).to_dict()
         d["settings"] = settings
+        d["versions"] = versions_of(report.host)
         d["confirmation"] = conf.to_dict() if conf is not None else None
-        print(_json(d))
+        emit(_json(d))
     else:
         st = _Style(sys.stdout)
-        print(render_env(report, st, report.debug, settings))
+        view = _View(verbose=getattr(args, "verbose", False))
+        emit(render_env(report, st, report.debug, settings, view))
         if conf is not None:
-            print("\n" + "\n".join(render_confirmation(conf, st)))
+            emit("\n" + "\n".join(render_confirmation(conf, st)))
     return 0 if conf is None or conf.ok else 1
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
     report = _report(args)
     if args.json:
-        print(
+        emit(
             _json(
                 {
                     "schema_version": JSON_SCHEMA_VERSION,
@@ -386,7 +713,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             )
         )
     else:
-        print("\n".join(render_backends(report, _Style(sys.stdout), report.debug)))
+        emit("\n".join(render_backends(report, _Style(sys.stdout), report.debug)))
     if args.check and report.broken:
         names = ", ".join(f"{b.name} ({b.origin})" for b in report.broken)
         print(f"hwbackends: broken plugin(s): {names}", file=sys.stderr)
@@ -398,7 +725,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
     conf = _confirmation(args, report, env)
     if args.json:
-        print(
+        emit(
             _json(
                 {
                     "schema_version": JSON_SCHEMA_VERSION,
@@ -422,7 +749,7 @@ def cmd_devices(args: argparse.Namespace) -> int:
         lines += [st.yellow(f"! {w}") for w in report.warnings]
     if conf is not None:
         lines += render_confirmation(conf, st)
-    print("\n".join(lines))
+    emit("\n".join(lines))
     return 0 if conf is None or conf.ok else 1
 
 
@@ -432,7 +759,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if args.json:
         d = {"schema_version": JSON_SCHEMA_VERSION, "command": "explain", **report.to_dict()}
         d["confirmation"] = conf.to_dict() if conf is not None else None
-        print(_json(d))
+        emit(_json(d))
         return 0 if conf is None or conf.ok else 1
     st = _Style(sys.stdout)
     lines = [
@@ -463,7 +790,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
         lines += ["", st.bold("Warnings"), *[f"  ! {w}" for w in report.warnings]]
     if conf is not None:
         lines += ["", *render_confirmation(conf, st)]
-    print("\n".join(lines))
+    emit("\n".join(lines))
     return 0 if conf is None or conf.ok else 1
 
 
@@ -496,7 +823,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
     unset = [k for k in visibility_unset(backend) if k not in assignment]
     if args.json:
-        print(
+        emit(
             _json(
                 {
                     "schema_version": JSON_SCHEMA_VERSION,
@@ -511,7 +838,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
         return 0
     words = [f"{k}={shlex.quote(v)}" for k, v in assignment.items()]
     prefix = f"env {' '.join('-u ' + k for k in unset)} " if unset else ""
-    print(prefix + " ".join(words))
+    emit(prefix + " ".join(words))
     return 0
 
 
@@ -526,10 +853,10 @@ def cmd_smoke(args: argparse.Namespace) -> int:
 
     env = dict(os.environ)
     env.update(parse_env_overrides(args.env or []))
-    log = (lambda line: None) if args.json else print
+    log = (lambda line: None) if args.json else emit
     result = run_smoke(backend=args.backend, env=env, log=log)
     if args.json:
-        print(
+        emit(
             _json(
                 {
                     "schema_version": JSON_SCHEMA_VERSION,
@@ -541,7 +868,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
         )
     else:
         total = sum(result.timings_s.values())
-        print(f"smoke ok on {result.backend} in {total:.2f} s")
+        emit(f"smoke ok on {result.backend} in {total:.2f} s")
     return 0
 
 
@@ -644,6 +971,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"hwbackends {__version__}")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sp = sub.add_parser("env", parents=[common], help="the full report (the main job)")
+    sp.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="everything: each backend's row, device UUIDs, full reasons with their sources",
+    )
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[common], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
@@ -689,6 +1022,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    prepare_stdout()  # help, usage errors and every report survive an ASCII-only terminal
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

@@ -25,7 +25,7 @@ def _files() -> list[Path]:
         for p in sorted((ROOT / top).rglob("*")):
             if p.is_file() and p.suffix in TEXT and "__pycache__" not in p.parts:
                 out.append(p)
-    return out + [ROOT / "README.md", ROOT / "mkdocs.yml"]
+    return [*out, ROOT / "README.md", ROOT / "mkdocs.yml"]
 
 
 def test_no_file_users_read_mentions_shared() -> None:

@@ -20,6 +20,13 @@ __all__ = ["CpuBackend"]
 _BF16_FLAGS = frozenset({"avx512_bf16", "amx_bf16", "bf16"})
 _FP16_FLAGS = frozenset({"avx512_fp16", "amx_fp16", "fphp", "asimdhp"})
 _FLAGS_SOURCE = "/proc/cpuinfo flags (Linux arch/x86/include/asm/cpufeatures.h, arm64 cpuinfo.c)"
+_KERNEL_DEVICE_SOURCE = (
+    "kernels 0.17.2 kernels/layer/kernelize.py _validate_device_type accepts cpu, and "
+    "transformers 5.22.2 integrations/hub_kernels.py _build_kernel_mapping maps cpu layers"
+)
+_KERNEL_CONFIG_SOURCE = (
+    "transformers 5.22.2 utils/kernel_config.py KERNELS_SUPPORTED_DEVICE_TYPES (no cpu)"
+)
 
 
 class CpuBackend(BaseBackend):
@@ -59,7 +66,8 @@ class CpuBackend(BaseBackend):
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
-        from ._protocol import Capabilities
+        from ._facts import kernel_layers, transformers_tables
+        from ._protocol import Capabilities, Limitation
 
         flags = host.cpu.flags if host is not None else frozenset()
         bf16 = bool(flags & _BF16_FLAGS)
@@ -82,13 +90,26 @@ class CpuBackend(BaseBackend):
             inference_dtype="bfloat16" if "amx_bf16" in flags else "float32",
             attention=common_attention(),
             distributed_backend=self.distributed_backend,
-            kernel_device=None,
+            # kernelize() accepts "cpu" and Transformers' default mapping has cpu entries, but
+            # KernelConfig's device list omits it: use_kernels works, a kernel_config does not.
+            kernel_device="cpu",
+            kernel_layers=kernel_layers("cpu", None, transformers_tables(host)),
+            limitations=(
+                Limitation(
+                    text=(
+                        "use_kernels=True maps the CPU layers of Transformers' default kernel "
+                        "mapping, but a KernelConfig cannot name the CPU: its device list omits "
+                        "cpu and it raises 'Only devices in [...] are supported, got: cpu'"
+                    ),
+                    source=_KERNEL_CONFIG_SOURCE,
+                ),
+            ),
             device_map_auto=True,
             sources={
                 "training_precision": f"{why}; {_FLAGS_SOURCE}",
                 "fp16": ("native fp16 " if fp16 else "no native fp16; ") + _FLAGS_SOURCE,
                 "inference_dtype": "bf16 weights only with amx_bf16 (Intel AMX); " + _FLAGS_SOURCE,
                 "distributed_backend": "accelerate/state.py: gloo (mpi only when built with it)",
-                "kernel_device": "kernels has no CPU device key for hub kernels",
+                "kernel_device": _KERNEL_DEVICE_SOURCE,
             },
         )

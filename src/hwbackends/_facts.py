@@ -74,20 +74,20 @@ def release(version: str | None) -> tuple[int, ...]:
     return tuple(out)
 
 
-def _cmp(a: tuple[int, ...], b: tuple[int, ...]) -> int:
-    width = max(len(a), len(b))
-    pa, pb = a + (0,) * (width - len(a)), b + (0,) * (width - len(b))
-    return (pa > pb) - (pa < pb)
-
-
 def version_in_range(version: str | None, low: str, high: str | None = None) -> bool | None:
-    """``low <= version < high`` on release numbers; None when ``version`` is unreadable."""
-    v = release(version)
-    if not v:
+    """``low <= version < high`` ordered as PEP 440 orders versions; None when unreadable.
+
+    Pre-releases and dev releases sort before their release (``0.18.0rc1 < 0.18.0``), as in
+    ``packaging.version``, which is what Transformers' own version checks use.
+    """
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v, lo = Version(version or ""), Version(low)
+        hi = Version(high) if high is not None else None
+    except InvalidVersion:
         return None
-    if _cmp(v, release(low)) < 0:
-        return False
-    return not (high is not None and _cmp(v, release(high)) >= 0)
+    return lo <= v and (hi is None or v < hi)
 
 
 # -- torch wheels --------------------------------------------------------------------------
@@ -162,6 +162,25 @@ class TransformersTables:
     kernels_range: tuple[str, str] | None
     kernel_mapping: Mapping[str, tuple[KernelTarget, ...]]
     installed: bool = True  # False when the host has no transformers at all
+    # hub_kernels.is_kernel's pattern: what an ``attn_implementation`` hub id must look like
+    hub_kernel_pattern: str = r"^[^/:]+/[^/:]+(?:@[^/:]+)?(?::[^/:]+)?$"
+    # AttentionInterface._global_mapping's keys (every name registered at import), + "eager"
+    attention_names: tuple[str, ...] = (
+        "eager", "flash_attention_4", "flash_attention_3", "flash_attention_2",
+        "flex_attention", "sdpa", "paged|eager",
+    )  # fmt: skip
+
+    def is_hub_kernel(self, name: str) -> bool:
+        """Whether Transformers treats ``name`` as a hub kernel id (``org/repo[@rev][:fn]``)."""
+        import re
+
+        return re.search(self.hub_kernel_pattern, name) is not None
+
+    def kernel_builds(self, repo_id: str) -> tuple[str, ...] | None:
+        """The ``kernels`` device keys a hub attention repo ships builds for; None: unlisted,
+        which Transformers treats as every device."""
+        repo = repo_id.split(":", 1)[0].split("@", 1)[0]
+        return self.kernel_devices.get(repo)
 
     def fallback(self, *, rocm: bool) -> Mapping[str, str]:
         """``FLASH_ATTN_KERNEL_FALLBACK`` as Transformers computes it on this torch build."""
@@ -374,6 +393,46 @@ def _parse_kernel_mapping(text: str) -> dict[str, tuple[KernelTarget, ...]]:
     raise ValueError("_build_kernel_mapping() holds no dict literal")
 
 
+def _parse_hub_pattern(text: str) -> str:
+    """The regular expression ``is_kernel()`` in hub_kernels.py matches hub ids against."""
+    import ast
+
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.FunctionDef) and node.name == "is_kernel":
+            for sub in ast.walk(node):
+                if (
+                    isinstance(sub, ast.Constant)
+                    and isinstance(sub.value, str)
+                    and sub.value.startswith("^")
+                ):
+                    return sub.value
+    raise ValueError("is_kernel() holds no pattern literal")
+
+
+def _parse_attention_names(text: str) -> tuple[str, ...]:
+    """``"eager"`` and the keys of ``AttentionInterface._global_mapping`` in modeling_utils.py.
+
+    Only the class's dict literal is parsed (the whole 5,000-line module would cost ~50 ms).
+    """
+    import ast
+
+    start = text.find("class AttentionInterface(")
+    at = text.find("_global_mapping", start) if start >= 0 else -1
+    brace = text.find("{", at) if at >= 0 else -1
+    if brace < 0:
+        raise ValueError("AttentionInterface._global_mapping not found")
+    depth, end = 0, brace
+    for end in range(brace, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[end], 0)
+        if depth == 0:
+            break
+    node = ast.parse(text[brace : end + 1], mode="eval").body
+    if not isinstance(node, ast.Dict):
+        raise ValueError("AttentionInterface._global_mapping is not a dict literal")
+    keys = [k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
+    return ("eager", *keys)
+
+
 _tables_cache: dict[str, TransformersTables] = {}
 
 
@@ -394,6 +453,8 @@ def _read_installed(base: str, version: str) -> TransformersTables:
         cuda, rocm, devices, mins = _parse_flash(texts["flash"])
         kernels_range = _parse_kernels_range(texts["import"])
         mapping = _parse_kernel_mapping(texts["hub"])
+        pattern = _parse_hub_pattern(texts["hub"])
+        names = _parse_attention_names(_read(os.path.join(base, "modeling_utils.py")) or "")
     except (ValueError, KeyError, SyntaxError, TypeError) as exc:
         tables = _sourced(version, f"the installed transformers {version} could not be read "
                           f"({exc})", installed=True)  # fmt: skip
@@ -405,7 +466,8 @@ def _read_installed(base: str, version: str) -> TransformersTables:
                 "(modeling_flash_attention_utils.py FLASH_ATTN_KERNEL_FALLBACK / "
                 "FLASH_ATTN_KERNEL_DEVICES / FLASH_ATTENTION_COMPATIBILITY_MATRIX, "
                 "utils/import_utils.py KERNELS_MIN/MAX_VERSION, "
-                "integrations/hub_kernels.py _build_kernel_mapping)"
+                "integrations/hub_kernels.py _build_kernel_mapping / is_kernel, "
+                "modeling_utils.py AttentionInterface._global_mapping)"
             ),
             read_at_runtime=True,
             fallback_cuda=cuda,
@@ -414,6 +476,8 @@ def _read_installed(base: str, version: str) -> TransformersTables:
             fa_min_major=mins,
             kernels_range=kernels_range,
             kernel_mapping=mapping,
+            hub_kernel_pattern=pattern,
+            attention_names=names,
         )
     _tables_cache[base] = tables
     return tables

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from ._host import Host
     from ._protocol import Backend, Device
 
-__all__ = ["TrainingPlan", "plan_training", "training_kwargs"]
+__all__ = ["TrainingPlan", "accelerate_group_devices", "plan_training", "training_kwargs"]
 
 # transformers/training_args.py declares these as the argparse choices of ddp_backend
 # (docs/reference/hf-integration.md §3.3); read at run time when transformers is installed.
@@ -34,15 +34,88 @@ def _ddp_choices() -> tuple[str, ...]:
     return _DDP_CHOICES_FALLBACK
 
 
-def _launched(env: Mapping[str, str]) -> bool:
-    """Under torchrun / accelerate launch / mpirun (one process of several)."""
-    if "LOCAL_RANK" in env:
-        return True
-    for k in ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
-        v = env.get(k, "")
-        if v.isdigit() and int(v) > 1:
+# Accelerate 1.15.0 accelerate/state.py PartialState._prepare_backend: the device types it
+# creates a process group for (under LOCAL_RANK; xla always). Read from the installed
+# Accelerate when it can be; this copy is used when it cannot.
+_GROUP_DEVICES_FALLBACK = ("xla", "mlu", "sdaa", "musa", "npu", "hpu", "cuda", "xpu", "neuron")
+_STATE_PY = "accelerate/state.py PartialState._prepare_backend"
+_group_cache: list[tuple[frozenset[str], str]] = []
+
+
+def _devices_in(tree: Any) -> list[str]:
+    """Device names tested by ``is_<dev>_available()`` / ``torch.<dev>.is_available()``."""
+    import ast
+
+    out: list[str] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        fn = node.func
+        if isinstance(fn, ast.Name) and fn.id.startswith("is_") and fn.id.endswith("_available"):
+            out.append(fn.id[3 : -len("_available")].removeprefix("torch_"))
+        elif (
+            isinstance(fn, ast.Attribute)
+            and fn.attr == "is_available"
+            and isinstance(fn.value, ast.Attribute)
+            and isinstance(fn.value.value, ast.Name)
+            and fn.value.value.id == "torch"
+        ):
+            out.append(fn.value.attr)
+    return out
+
+
+def accelerate_group_devices() -> tuple[frozenset[str], str]:
+    """The torch device types Accelerate creates a process group for, and where that was read.
+
+    Read (never imported) from the installed ``accelerate/state.py``: the devices that
+    ``PartialState._prepare_backend`` tests for. A device type outside the set (``mps``,
+    a native ``tpu``) runs each launched rank as its own single process.
+    """
+    if _group_cache:
+        return _group_cache[0]
+    import ast
+    import importlib.util
+    import os
+
+    found: tuple[frozenset[str], str] | None = None
+    try:
+        spec = importlib.util.find_spec("accelerate")
+        base = next(iter(spec.submodule_search_locations or []), None) if spec else None
+        if base is not None:
+            with open(os.path.join(base, "state.py"), encoding="utf-8") as f:
+                tree = ast.parse(f.read())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef) and node.name == "_prepare_backend":
+                    # the tests that pick a device; mpi/xccl/sagemaker are not device types
+                    names = {n for n in _devices_in(node) if n not in ("mpi", "xccl")}
+                    if "cuda" in names:
+                        found = (frozenset(names), f"the installed {_STATE_PY}")
+                    break
+    except (ImportError, ValueError, OSError, SyntaxError):
+        found = None
+    if found is None:
+        found = (frozenset(_GROUP_DEVICES_FALLBACK), f"{_STATE_PY}, accelerate 1.15.0")
+    _group_cache.append(found)
+    return found
+
+
+_MPI_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+
+
+def _accelerate_forms_group(env: Mapping[str, str], device_type: str, cpu: bool) -> bool:
+    """Whether Accelerate's ``PartialState`` will create a process group in this process.
+
+    As ``_prepare_backend`` decides: on CPU (``use_cpu``) under ``LOCAL_RANK`` or an MPI/torch
+    world size above one; on a device only under ``LOCAL_RANK`` and only for the device
+    types it knows. A ``ddp_backend`` set anywhere else makes TrainingArguments fail with
+    "Default process group has not been initialized".
+    """
+    local = env.get("LOCAL_RANK", "").strip().lstrip("-").isdigit()
+    if cpu:
+        if local:
             return True
-    return False
+        return any(env.get(k, "").isdigit() and int(env[k]) > 1 for k in _MPI_SIZES)
+    return local and device_type in accelerate_group_devices()[0]
 
 
 def _available_reporters() -> list[str]:
@@ -98,7 +171,7 @@ def plan_training(
     else:
         why["precision"] = f"fp32: {src}"
 
-    if _launched(t.env):
+    if _accelerate_forms_group(t.env, caps.device_type, cpu=t.name == "cpu"):
         collective = caps.distributed_backend
         if collective in _ddp_choices():
             kw["ddp_backend"] = collective
@@ -108,9 +181,15 @@ def plan_training(
                 f"{collective} is the collective for {t.name}, but TrainingArguments does not "
                 "accept it as ddp_backend; Accelerate selects it by itself"
             )
+    elif "LOCAL_RANK" in t.env and t.name != "cpu":
+        why["ddp_backend"] = (
+            f"not set: Accelerate creates no process group on {caps.device_type} "
+            f"({accelerate_group_devices()[1]}); each launched rank trains alone"
+        )
     else:
         why["ddp_backend"] = (
-            "not set: a single process has no process group (TrainingArguments would fail)"
+            "not set: Accelerate forms a process group on this device only under LOCAL_RANK "
+            "(torchrun / accelerate launch); without one TrainingArguments would fail"
         )
 
     dropped: list[str] = []

@@ -898,6 +898,11 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
             )
         )
         return 0
+    if args.scheduler is not None:  # the script alone on stdout, so it can be redirected
+        print(plan.sbatch if args.scheduler == "slurm" else plan.sbatch_torchrun, end="")
+        for p in plan.problems:
+            print(f"hwbackends: problem: {p}", file=sys.stderr)
+        return 1 if plan.problems else 0
     st = _Style(sys.stdout)
     lines = [
         st.bold("Launch plan") + f"  {plan.backend} · collective {plan.collective} · "
@@ -1001,9 +1006,25 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="processes on this node (default: one per visible device)",
     )
-    sp.add_argument("--nnodes", type=int, default=1)
-    sp.add_argument("--node-rank", type=int, default=0)
-    sp.add_argument("--rdzv-endpoint", metavar="HOST:PORT", default=None)
+    sp.add_argument("--nnodes", type=int, default=1, help="number of nodes (default: 1)")
+    sp.add_argument(
+        "--node-rank", type=int, default=0, help="this node's index, 0 to nnodes-1 (default: 0)"
+    )
+    sp.add_argument(
+        "--rdzv-endpoint",
+        metavar="HOST:PORT",
+        default=None,
+        help="rank 0's address, reachable from every node (required with --nnodes > 1; on one "
+        "node it sets the master address and port)",
+    )
+    sp.add_argument(
+        "--scheduler",
+        choices=("slurm", "slurm-torchrun"),
+        default=None,
+        help="print only an sbatch script: 'slurm' has srun start one task per device (the "
+        "script calls hwbackends.distributed.init_process_group), 'slurm-torchrun' has srun "
+        "start torchrun once per node",
+    )
     sp.add_argument("--tp-size", type=int, default=None, help="DistributedConfig tp_size to check")
     sp.add_argument("--fsdp-size", type=int, default=None, help="DistributedConfig fsdp_size")
     sp.add_argument(

@@ -15,6 +15,7 @@ from ._errors import QuantizationError, UnsupportedSettingError
 from ._target import Target, resolve_target
 
 if TYPE_CHECKING:
+    from ._facts import TransformersTables
     from ._host import Host
     from ._protocol import Backend, Capabilities, Device, QuantSupport
 
@@ -121,8 +122,36 @@ def resolve_attention(
             f"no attention implementation of the {caps.backend} backend can load here",
             "at least sdpa or eager in the backend's attention table",
         )
-    if "/" in requested and kernels.available:
-        return requested, f"hub kernel {requested} as requested"
+    where = f"{caps.arch or caps.device_type} ({caps.backend})"
+    if requested.startswith("paged|") and requested != "paged|eager":
+        # Transformers strips the prefix with a FutureWarning (modeling_utils.py,
+        # _check_and_adjust_attn_implementation); the stripped name is what loads cleanly.
+        impl, why = resolve_attention(caps, host, requested.removeprefix("paged|"), kernels)
+        return impl, (
+            f"{why}; {requested!r} became {impl!r}: Transformers only keeps the paged| prefix "
+            "for paged|eager and strips it elsewhere with a FutureWarning"
+        )
+    from ._facts import transformers_tables
+
+    tables = transformers_tables(host)
+    if "/" in requested or ":" in requested:
+        return _hub_attention(caps, requested, kernels, tables), (
+            f"hub kernel {requested} as requested"
+        )
+    if requested in _attention_names(tables) and "flash" not in requested:
+        # Registered in Transformers and not a flash variant (those need the device's table
+        # above): Transformers' only device rule for them is flex_attention refusing TPU.
+        if requested == "flex_attention" and caps.device_type in _FLEX_REFUSED_ON:
+            raise UnsupportedSettingError(
+                f"attn_implementation='flex_attention' cannot load on {where}: Transformers "
+                "refuses flex_attention on TPU (is_torch_flex_attn_available)",
+                "sdpa or eager",
+                "use attention='auto'",
+            )
+        return requested, (
+            f"requested; registered in Transformers' AttentionInterface (not one of the "
+            f"{caps.backend} backend's measured options, so not chosen by 'auto')"
+        )
     known = why_not.get(requested)
     works = ", ".join(
         dict.fromkeys(loadable + [o.name for o in caps.attention if o.name not in why_not])
@@ -132,6 +161,58 @@ def resolve_attention(
         f"({caps.backend})" + (f": {known}" if known else ": this device does not support it")
     )
     raise UnsupportedSettingError(what, f"one of {works}", "pick one of those, or use 'auto'")
+
+
+#: Device types on which Transformers refuses flex_attention: ``is_torch_flex_attn_available()``
+#: is ``get_device_type() != "tpu"`` (transformers 5.22.2, utils/import_utils.py).
+_FLEX_REFUSED_ON = ("tpu",)
+
+
+def _attention_names(tables: TransformersTables) -> frozenset[str]:
+    """Every name Transformers accepts: its registry as shipped, plus names registered in this
+    process with ``AttentionInterface.register`` (seen only if Transformers is imported)."""
+    import sys
+
+    names = set(tables.attention_names)
+    mu = sys.modules.get("transformers.modeling_utils")
+    live = getattr(mu, "ALL_ATTENTION_FUNCTIONS", None)
+    if live is not None:
+        names.update(str(k) for k in live.valid_keys())
+    return frozenset(names)
+
+
+def _hub_attention(
+    caps: Capabilities, requested: str, kernels: KernelsStatus, tables: TransformersTables
+) -> str:
+    """Check a hub kernel id the way Transformers will: its pattern, the repo's device builds,
+    and whether the kernels integration is on. Returns the id, or raises saying which failed."""
+    if not tables.is_hub_kernel(requested):
+        raise UnsupportedSettingError(
+            f"attn_implementation={requested!r} is not a hub kernel id Transformers accepts",
+            "org/repo, optionally followed by @revision and :function, with no other '/' or "
+            f"':' (the pattern {tables.hub_kernel_pattern} of Transformers' "
+            "hub_kernels.is_kernel)",
+            "write it as kernels-community/flash-attn2 or org/repo@v1:function",
+        )
+    key = kernels.device_key
+    builds = tables.kernel_builds(requested)
+    if builds is not None and key is not None and key not in builds:
+        fits = sorted(r for r, devs in tables.kernel_devices.items() if key in devs)
+        raise UnsupportedSettingError(
+            f"hub kernel {requested} ships builds for {', '.join(builds)} only, not for "
+            f"{key} ({caps.arch or caps.device_type}, {caps.backend}); Transformers' "
+            "FLASH_ATTN_KERNEL_DEVICES says so",
+            f"a repository built for {key}: " + (", ".join(fits) or "none is listed"),
+            "pick one of those, or use attention='auto'",
+        )
+    if not kernels.available:
+        raise UnsupportedSettingError(
+            f"hub kernel {requested} cannot load here: {kernels.reason}",
+            "a kernels device key, a kernels release the installed Transformers accepts, and "
+            "Hub access",
+            "use attention='auto', or fix what the reason names",
+        )
+    return requested
 
 
 def _normalise_quant(q: Any) -> tuple[str, Any]:

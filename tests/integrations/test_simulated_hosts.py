@@ -78,8 +78,9 @@ def test_settings_for_simulated_host(case: str) -> None:
     assert training_kwargs(host=h, env=env) == targs
     assert backend_name(host=h, env=env) == collective
     launched = training_kwargs(host=h, env={**env, "LOCAL_RANK": "0", "WORLD_SIZE": "2"})
-    # TrainingArguments accepts only its argparse choices; others are left to Accelerate
-    if collective in ("nccl", "gloo", "xccl", "hccl", "cncl", "mccl"):
+    # TrainingArguments accepts only its argparse choices; others are left to Accelerate,
+    # which forms no process group at all on mps (so no ddp_backend there)
+    if collective in ("nccl", "gloo", "xccl", "hccl", "cncl", "mccl") and backend != "mps":
         assert launched["ddp_backend"] == collective
     else:
         assert "ddp_backend" not in launched

@@ -45,7 +45,12 @@ def test_pretrained_kwargs_load_matches_plain_load(tiny_model: Path) -> None:
     kw = hwt.pretrained_kwargs(env=CPU_ONLY)
     host = Host.from_system()
     expected_dtype = torch.bfloat16 if "amx_bf16" in host.cpu.flags else torch.float32
-    assert kw == {"device_map": "cpu", "dtype": expected_dtype, "attn_implementation": "sdpa"}
+    assert kw == {
+        "device_map": "cpu",
+        "dtype": expected_dtype,
+        "attn_implementation": "sdpa",
+        "use_kernels": True,  # cpu is a kernels device key; nothing of a Llama is mapped
+    }
     ours = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, **kw)
     # Transformers' own resolution accepted the implementation we chose
     assert ours.config._attn_implementation == "sdpa"
@@ -73,12 +78,14 @@ def test_explicit_dtype_and_bad_dtype() -> None:
 
 
 def test_kernels_state_is_reported_honestly() -> None:
-    plan = hwt.plan_pretrained(env=CPU_ONLY)
+    offline = {**CPU_ONLY, "HF_HUB_OFFLINE": "1"}
+    plan = hwt.plan_pretrained(env=offline)
     assert not plan.kernels.available
-    assert plan.kernels.reason == "kernels has no device key for cpu"
+    assert plan.kernels.reason == "hub kernels cannot be fetched: HF_HUB_OFFLINE is set"
+    assert plan.kernels.device_key == "cpu"
     assert "use_kernels" not in plan.kwargs
     with pytest.raises(hwbackends.UnsupportedSettingError, match="use_kernels was requested"):
-        hwt.pretrained_kwargs(env=CPU_ONLY, kernels=True)
+        hwt.pretrained_kwargs(env=offline, kernels=True)
 
 
 def test_quantization_preflight_on_cpu_unknown_warns() -> None:

@@ -1,0 +1,280 @@
+"""Real launches on this CPU: what `launch-plan` prints, srun-style and mpirun-style ranks.
+
+Each test starts two processes over gloo; every rank calls
+``hwbackends.distributed.init_process_group()`` and all-reduces ``rank + 1`` (sum 3).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import socket
+import subprocess
+import sys
+import textwrap
+from collections.abc import Mapping
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+
+from hwbackends.distributed import launch_plan
+
+BIN = Path(sys.executable).parent
+TIMEOUT = 240
+# Variables a launcher sets: cleared so that each test sees only its own launcher's.
+LAUNCHER_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+                 "MASTER_PORT", "GROUP_RANK", "ROLE_RANK", "TORCHELASTIC_RUN_ID")  # fmt: skip
+
+WORKER = """
+import json, os, sys
+import torch
+import torch.distributed as dist
+from hwbackends.distributed import detect_launch, init_process_group
+launcher = detect_launch().launcher
+collective = init_process_group()
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+keys = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+out = {"collective": collective, "sum": t.item(), "world": dist.get_world_size(),
+       "launcher": launcher, "env": {k: os.environ.get(k) for k in keys}}
+with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}.json"), "w") as f:
+    json.dump(out, f)
+dist.destroy_process_group()
+"""
+
+
+def free_port(low: int = 20000, high: int = 60000) -> int:
+    for _ in range(200):
+        port = random.randint(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError("no free port")
+
+
+def base_env(tmp: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARS}
+    env = {k: v for k, v in env.items() if not k.startswith(("SLURM_", "OMPI_", "PMI_", "MV2_"))}
+    env.update(
+        HWBACKENDS_PLUGINS="",
+        OMP_NUM_THREADS="1",
+        HF_HOME=str(tmp / "hf"),  # no user accelerate config file
+        PATH=f"{BIN}{os.pathsep}{env.get('PATH', '')}",
+    )
+    return env
+
+
+def worker(tmp: Path) -> Path:
+    path = tmp / "worker.py"
+    path.write_text(WORKER)
+    return path
+
+
+def check_ranks(out: Path, launcher: str, port: int | None = None) -> None:
+    for rank in (0, 1):
+        seen = json.loads((out / f"rank{rank}.json").read_text())
+        assert (seen["collective"], seen["sum"], seen["world"]) == ("gloo", 3.0, 2)
+        assert seen["launcher"] == launcher
+        assert seen["env"]["RANK"] == str(rank)
+        if port is not None:
+            assert seen["env"]["MASTER_PORT"] == str(port)
+
+
+def run_shell(line: str, env: Mapping[str, str]) -> None:
+    proc = subprocess.run(
+        ["bash", "-c", line], capture_output=True, text=True, env=dict(env), timeout=TIMEOUT
+    )
+    assert proc.returncode == 0, (line, proc.stdout[-2000:], proc.stderr[-3000:])
+
+
+def printed_plan(tmp: Path, out: Path, port: int) -> dict[str, str]:
+    """What `hwbackends launch-plan` prints for two CPU ranks (the CLI, not the function)."""
+    cmd = [str(BIN / "hwbackends"), "launch-plan", "--nproc-per-node", "2", "--json",
+           "--rdzv-endpoint", f"127.0.0.1:{port}", str(worker(tmp)), str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=base_env(tmp), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    plan: dict[str, str] = json.loads(proc.stdout)
+    return plan
+
+
+@pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
+def test_printed_launch_commands_start_two_ranks(tmp_path: Path, launcher: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    port = free_port()
+    line = printed_plan(tmp_path, out, port)[launcher]
+    if launcher == "accelerate":
+        # the one-process launcher behind --cpu would start a single rank (issue 13, item 1)
+        assert line.startswith("ACCELERATE_USE_CPU=true accelerate launch --num_processes 2 ")
+        assert "--multi_gpu" in line and "--cpu" not in line
+    run_shell(line, base_env(tmp_path))
+    check_ranks(out, "torchrun", port)
+
+
+def start_two(tmp: Path, per_rank: list[dict[str, str]]) -> Path:
+    out = tmp / "out"
+    out.mkdir()
+    script = worker(tmp)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(out)],
+            env={**base_env(tmp), **extra},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for extra in per_rank
+    ]
+    errors = []
+    try:
+        for p in procs:
+            errors.append(p.communicate(timeout=TIMEOUT)[1])
+    finally:  # a hung rendezvous must not outlive the test
+        for q in procs:
+            if q.poll() is None:
+                q.kill()
+    for p, err in zip(procs, errors, strict=True):
+        assert p.returncode == 0, err[-3000:]
+    return out
+
+
+def slurm_job_id_for_free_port() -> tuple[str, int]:
+    port = free_port(15000, 24999)
+    return str(7_000_000 + port - 15000), port  # 15000 + last four digits = port
+
+
+def test_srun_style_variables_only(tmp_path: Path) -> None:
+    job, port = slurm_job_id_for_free_port()
+    ranks = [
+        {
+            "SLURM_PROCID": str(r),
+            "SLURM_NTASKS": "2",
+            "SLURM_LOCALID": str(r),
+            "SLURM_NODEID": "0",
+            "SLURM_JOB_NODELIST": "localhost",
+            "SLURM_JOB_ID": job,
+            "SLURM_NTASKS_PER_NODE": "2",
+        }
+        for r in (0, 1)
+    ]
+    check_ranks(start_two(tmp_path, ranks), "slurm", port)
+
+
+@pytest.mark.parametrize(
+    "style",
+    [
+        (
+            "OMPI_COMM_WORLD_RANK",
+            "OMPI_COMM_WORLD_SIZE",
+            "OMPI_COMM_WORLD_LOCAL_RANK",
+            "OMPI_COMM_WORLD_LOCAL_SIZE",
+        ),  # Open MPI mpirun
+        ("PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"),  # MPICH / Intel MPI
+    ],
+    ids=["openmpi", "mpich"],
+)
+def test_mpirun_style_variables_only(tmp_path: Path, style: tuple[str, ...]) -> None:
+    port = free_port()
+    rank, size, local, local_size = style
+    # MASTER_PORT only keeps parallel test runs apart; the address is found (localhost)
+    ranks = [
+        {rank: str(r), size: "2", local: str(r), local_size: "2", "MASTER_PORT": str(port)}
+        for r in (0, 1)
+    ]
+    out = start_two(tmp_path, ranks)
+    check_ranks(out, "mpi", port)
+    seen = json.loads((out / "rank1.json").read_text())
+    assert seen["env"]["MASTER_ADDR"] == "localhost"
+
+
+FAKE_SRUN = """#!{python}
+# srun for one node: starts SLURM_NTASKS_PER_NODE tasks of the command with srun's variables.
+import os, subprocess, sys
+args = sys.argv[1:]
+while args[0].startswith("--"):  # srun's own options come before the command
+    args.pop(0)
+n = int(os.environ["SLURM_NTASKS_PER_NODE"])
+procs = []
+for i in range(n):
+    env = dict(os.environ, SLURM_PROCID=str(i), SLURM_LOCALID=str(i), SLURM_NTASKS=str(n),
+               SLURM_NODEID="0", SLURM_STEP_NODELIST=os.environ["SLURM_JOB_NODELIST"])
+    procs.append(subprocess.Popen(args, env=env))
+sys.exit(max(p.wait() for p in procs))
+"""
+FAKE_SCONTROL = """#!{python}
+import sys
+from hwbackends.distributed import expand_hostlist
+assert sys.argv[1:3] == ["show", "hostnames"], sys.argv
+print("\\n".join(expand_hostlist(sys.argv[3])))
+"""
+
+
+@pytest.mark.parametrize("scheduler", ["slurm", "slurm-torchrun"])
+def test_printed_sbatch_script_runs_two_ranks(tmp_path: Path, scheduler: str) -> None:
+    """The sbatch script, run by bash as sbatch would on one node, with srun and scontrol
+    stand-ins that set exactly the variables the real ones set for each task."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
+        (fake / name).write_text(text.format(python=sys.executable))
+        (fake / name).chmod(0o755)
+    out = tmp_path / "out"
+    out.mkdir()
+    script = worker(tmp_path)
+    env = base_env(tmp_path)
+    cmd = [str(BIN / "hwbackends"), "launch-plan", "--nproc-per-node", "2", "--scheduler",
+           scheduler, str(script), str(out)]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    sbatch = proc.stdout
+    per_node = 1 if scheduler == "slurm-torchrun" else 2
+    assert f"#SBATCH --ntasks-per-node={per_node}\n" in sbatch
+    job, _ = slurm_job_id_for_free_port()
+    env.update(
+        PATH=f"{fake}{os.pathsep}{env['PATH']}",
+        SLURM_JOB_ID=job,
+        SLURM_JOB_NODELIST="localhost",
+        SLURM_NNODES="1",
+        SLURM_NTASKS_PER_NODE=str(per_node),
+    )
+    (tmp_path / "job.sbatch").write_text(sbatch)
+    run_shell(f"bash {shlex.quote(str(tmp_path / 'job.sbatch'))}", env)
+    check_ranks(out, "torchrun" if scheduler == "slurm-torchrun" else "slurm")
+
+
+def test_sbatch_pins_visibility_per_node() -> None:
+    from hwbackends import Host
+
+    plugins = Path(__file__).resolve().parents[2] / "plugins"
+    host = Host.from_file(plugins / "hwbackends-cuda/tests/hosts/h100-sxm-8.json")
+    plan = launch_plan(2, nnodes=2, rdzv_endpoint="n0:29400", host=host, env={}, script=["t.py"])
+    assert plan.sbatch == textwrap.dedent(
+        """\
+        #!/bin/bash
+        #SBATCH --job-name=hwbackends
+        #SBATCH --nodes=2
+        #SBATCH --ntasks-per-node=2
+        # Request 2 cuda device(s) per node the way this cluster names them (e.g. --gpus-per-node or --gres); the site's GRES names are not known here.
+        set -euo pipefail
+        export CUDA_DEVICE_ORDER=PCI_BUS_ID
+        export CUDA_VISIBLE_DEVICES=0,1
+        # srun sets SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; the script must call
+        # hwbackends.distributed.init_process_group(), which reads them
+        srun --kill-on-bad-exit=1 python t.py
+        """  # noqa: E501
+    )
+    assert plan.sbatch_torchrun.endswith(
+        "srun --kill-on-bad-exit=1 torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d "
+        '--rdzv-endpoint "$head_node:$port" --rdzv-id "$SLURM_JOB_ID" t.py\n'
+    )
+    assert plan.accelerate.startswith(
+        "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0,1 accelerate launch "
+    )
+    assert "--num_processes 4 --multi_gpu --num_machines 2 --machine_rank 0" in plan.accelerate

@@ -14,8 +14,11 @@ Chosen here:
   other character ends the list. An id whose digits come right before that character (``1 ,2``,
   ``1a``) is kept, since it stands before the offending character (inferred, uncertain).
 * An empty id (``,,``, a leading or trailing comma) ends the list.
-* An id that is not above the previous one (descending or repeated) is not supported: it is
-  treated like an invalid id and ends the list (warning, uncertain; the docs are silent).
+* An id that is not above the previous one (descending or repeated) ends the list, like an
+  invalid id (warning, uncertain). The sources disagree: CANN 8.5 (envref_07_0028 above) says
+  only ascending ids are supported, while the CANN 6.3 documentation of the same variable
+  (hiascend.com, canncommercial 6.3.RC1 environment-variable reference) shows a descending
+  list kept in its order. Which one a given runtime follows is not known here.
 * ``""`` is undocumented: no device assumed (as Ray reads it), uncertain.
 
 ``ASCEND_VISIBLE_DEVICES`` belongs to the Ascend Docker Runtime (physical ids, mounted at
@@ -60,9 +63,11 @@ def _ids(value: str, n: int, t: Trace) -> list[int]:
             return False
         if picked and k <= picked[-1]:
             t.warn(
-                f"ASCEND_RT_VISIBLE_DEVICES lists {k} after {picked[-1]}; only ascending ids "
-                "are supported (documented), so the list is taken to end there "
-                "(undocumented). List ids in ascending order.",
+                f"ASCEND_RT_VISIBLE_DEVICES lists {k} after {picked[-1]}: CANN 8.5 documents "
+                "only ascending ids as supported (envref_07_0028), while CANN 6.3's "
+                "documentation shows a descending list kept in order; hwbackends takes the "
+                "list to end here, which may not be what this runtime does. List ids in "
+                "ascending order.",
                 uncertain=True,
             )
             return False

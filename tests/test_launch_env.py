@@ -164,3 +164,13 @@ def test_bad_endpoint_exits_2(bad: str) -> None:
     )  # fmt: skip
     assert proc.returncode == 2
     assert proc.stderr.startswith(f"hwbackends: error: rendezvous endpoint {bad!r} is not")
+
+
+def test_slurm_plan_needs_no_endpoint_across_nodes() -> None:
+    env = {"HWBACKENDS_PLUGINS": ""}
+    plan = launch_plan(2, nnodes=3, env=env, scheduler="slurm", script=["t.py"])
+    assert (plan.torchrun, plan.accelerate) == ("", "")
+    assert "#SBATCH --nodes=3\n#SBATCH --ntasks-per-node=2\n" in plan.sbatch
+    assert plan.sbatch.endswith("srun --kill-on-bad-exit=1 python t.py\n")
+    with pytest.raises(HwBackendsError, match="needs a rendezvous endpoint"):
+        launch_plan(2, nnodes=3, env=env, script=["t.py"])

@@ -890,6 +890,7 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
         backend=args.backend,
         env=env,
         host=host,
+        scheduler="slurm" if args.scheduler else None,
     )
     if args.json:
         print(
@@ -1023,7 +1024,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="print only an sbatch script: 'slurm' has srun start one task per device (the "
         "script calls hwbackends.distributed.init_process_group), 'slurm-torchrun' has srun "
-        "start torchrun once per node",
+        "start torchrun once per node; Slurm supplies the rendezvous address",
     )
     sp.add_argument("--tp-size", type=int, default=None, help="DistributedConfig tp_size to check")
     sp.add_argument("--fsdp-size", type=int, default=None, help="DistributedConfig fsdp_size")

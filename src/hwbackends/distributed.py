@@ -576,8 +576,13 @@ def launch_plan(
     backend: str | Backend | None = None,
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
+    scheduler: str | None = None,
 ) -> LaunchPlan:
-    """The launch of ``script`` on this node: env, per-rank devices, commands, problems."""
+    """The launch of ``script`` on this node: env, per-rank devices, commands, problems.
+
+    With ``scheduler="slurm"`` a multi-node plan needs no ``rdzv_endpoint``: Slurm names the
+    nodes, the sbatch scripts derive the address, and ``torchrun``/``accelerate`` stay empty.
+    """
     t = resolve_target(backend, env=env, host=host)
     if nproc_per_node is None:
         nproc_per_node = len(t.devices) if t.name != "cpu" else 1
@@ -587,7 +592,8 @@ def launch_plan(
             "describe a launch",
             "nproc_per_node ≥ 1, nnodes ≥ 1 and 0 ≤ node_rank < nnodes",
         )
-    if nnodes > 1 and not rdzv_endpoint:
+    slurm_only = scheduler == "slurm" and nnodes > 1 and not rdzv_endpoint
+    if nnodes > 1 and not rdzv_endpoint and not slurm_only:
         raise HwBackendsError(
             f"a {nnodes}-node launch needs a rendezvous endpoint",
             "HOST:PORT of node 0, reachable from every node",
@@ -676,8 +682,8 @@ def launch_plan(
         else:
             tr.append(f"--master-addr {shown} --master-port {port}")
         acc.append(f"--main_process_ip {host_} --main_process_port {port}")
-    torchrun = " ".join(filter(None, [prefix, *tr, cmd]))
-    accelerate = " ".join(filter(None, [prefix, *acc, cmd]))
+    torchrun = "" if slurm_only else " ".join(filter(None, [prefix, *tr, cmd]))
+    accelerate = "" if slurm_only else " ".join(filter(None, [prefix, *acc, cmd]))
     sbatch, sbatch_tr = _sbatch_scripts(
         t.name, nnodes, nproc_per_node, node_env, unset, script, used_devices=len(used)
     )

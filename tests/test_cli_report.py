@@ -29,6 +29,7 @@ def cli(
     base.update({"PYTHONIOENCODING": encoding, "COLUMNS": "80", "NO_COLOR": "1"}, **env)
     return subprocess.run(
         [sys.executable, "-m", "hwbackends", *argv],
+        cwd=ROOT,
         stdout=stdout,
         stderr=subprocess.PIPE,
         env=base,
@@ -231,3 +232,95 @@ def test_versions_are_fields_and_lines() -> None:
     ) in flat
     here = json.loads(cli("env", "--json").stdout)["versions"]
     assert here["python"] == ".".join(map(str, sys.version_info[:3]))
+
+
+# -- item 8: bad input that used to be accepted --------------------------------------------
+
+
+def _host_file(tmp_path: Path, text: str) -> str:
+    p = tmp_path / "h.json"
+    p.write_text(text)
+    return str(p)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"system": "Linux", "devices": [], "system": "Darwin"}',
+            "gives the key 'system' twice in one object. Expected each key once per JSON object."
+            " Fix: keep one 'system'",
+        ),
+        (
+            '{"devices": [{"vendor": "nvidia", "pci_bus_id": "41:00.0"}]}',
+            ".pci_bus_id is '41:00.0'. Expected a PCI address domain:bus:device.function",
+        ),
+        (
+            '{"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:41:20.0"}]}',
+            ".pci_bus_id is '0000:41:20.0'.",
+        ),
+        ('{"memory_bytes": "2TB"}', "'memory_bytes' in "),
+    ],
+)
+def test_host_file_mistakes_are_refused(tmp_path: Path, text: str, message: str) -> None:
+    proc = cli("env", "--host", _host_file(tmp_path, text))
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert err.startswith("hwbackends: error: ") and message in err and "Fix: " in err
+
+
+def test_an_empty_host_path_is_refused_not_the_real_machine() -> None:
+    proc = cli("env", "--host", "")
+    assert proc.returncode == 2
+    assert proc.stderr.decode().startswith("hwbackends: error: the host file path is empty.")
+
+
+def test_a_vendor_no_backend_claims_is_a_warning(tmp_path: Path) -> None:
+    host = _host_file(tmp_path, '{"devices": [{"vendor": "acme", "pci_bus_id": "0000:41:00.0"}]}')
+    warnings = json.loads(cli("env", "--host", host, "--json").stdout)["warnings"]
+    assert any("no installed backend claims" in w and "0000:41:00.0" in w for w in warnings)
+
+
+def test_a_misspelled_visibility_variable_is_a_warning() -> None:
+    out = cli("env", "--host", TWO, "--env", "CUDA_VISIBLE_DEVICE=1").stdout.decode()
+    assert (
+        "! CUDA_VISIBLE_DEVICE is set, but no runtime reads it (did you mean "
+        "CUDA_VISIBLE_DEVICES?). Fix: rename it to CUDA_VISIBLE_DEVICES, or unset it"
+    ) in " ".join(out.split())
+
+
+# -- item 9: help shows what applies; a mistyped command gets a suggestion -----------------
+
+
+@pytest.mark.parametrize("command", ["plugins", "pin", "launch-plan", "smoke"])
+def test_help_lists_only_the_options_a_command_takes(command: str) -> None:
+    text = cli(command, "--help").stdout.decode()
+    assert "--confirm" not in text
+    assert ("--host" in text) == (command != "smoke")
+    for command_with_confirm in ("env", "devices", "explain"):
+        assert "--confirm" in cli(command_with_confirm, "--help").stdout.decode()
+
+
+def test_launch_plan_options_have_help() -> None:
+    text = " ".join(cli("launch-plan", "--help").stdout.decode().split())
+    assert "--nnodes NNODES number of nodes" in text
+    assert "--node-rank NODE_RANK this node's index" in text
+    assert "--rdzv-endpoint HOST:PORT rank 0's address" in text
+
+
+def test_an_unknown_command_gets_the_close_one() -> None:
+    proc = cli("evn")
+    assert proc.returncode == 2
+    assert "invalid choice: 'evn'" in proc.stderr.decode()
+    assert proc.stderr.decode().rstrip().endswith("did you mean 'env'?")
+
+
+# -- item 12: the docs show one real, complete report --------------------------------------
+
+
+def test_the_docs_carry_a_complete_generated_env_report() -> None:
+    page = (ROOT / "docs" / "generated" / "env-report.md").read_text(encoding="utf-8")
+    shown = page.split("```console\n", 1)[1].split("\n```", 1)[0].splitlines()
+    assert shown[0] == "$ COLUMNS=100 hwbackends env --host docs/hosts/eight-h100.json"
+    real = cli("env", "--host", "docs/hosts/eight-h100.json", COLUMNS="100")
+    assert shown[1:] == real.stdout.decode().splitlines()

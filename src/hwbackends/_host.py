@@ -183,7 +183,7 @@ class Host:
         p = os.fspath(path)
         text = _read_host_file(p)
         try:
-            data = json.loads(text)
+            data = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, p))
         except json.JSONDecodeError as exc:
             raise HostFileError(
                 f"host file {p!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
@@ -405,6 +405,41 @@ def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
     return v
 
 
+def _unique_keys(pairs: list[tuple[str, Any]], source: str) -> dict[str, Any]:
+    """A JSON object whose keys repeat is refused: json keeps the last silently."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise HostFileError(
+                f"host file {source!r} gives the key {key!r} twice in one object",
+                "each key once per JSON object",
+                f"keep one {key!r} (the reader would otherwise use the last silently)",
+            )
+        out[key] = value
+    return out
+
+
+def _pci_bus_id_ok(text: str) -> bool:
+    """``domain:bus:device.function`` as sysfs and nvidia-smi write it: hexadecimal, a domain
+    of 4 or 8 digits, device 00-1f, function 0-7 (no ``re``: host reading stays import-light)."""
+    hexdigits = set("0123456789abcdefABCDEF")
+    parts = text.split(":")
+    if len(parts) != 3:
+        return False
+    domain, bus, rest = parts
+    dev, dot, fn = rest.partition(".")
+    return (
+        len(domain) in (4, 8)
+        and len(bus) == 2
+        and len(dev) == 2
+        and dot == "."
+        and len(fn) == 1
+        and set(domain + bus + dev) <= hexdigits
+        and int(dev, 16) < 0x20
+        and fn in "01234567"
+    )
+
+
 def _opt_uint(data: Mapping[str, Any], key: str, where: str) -> int | None:
     v = data.get(key)
     if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
@@ -433,6 +468,13 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
     if mem is not None and (not isinstance(mem, int) or isinstance(mem, bool) or mem < 0):
         raise HostFileError(f"{where}.memory_bytes must be a non-negative integer or null")
     bus = d.get("pci_bus_id")
+    if isinstance(bus, str) and not _pci_bus_id_ok(bus):
+        raise HostFileError(
+            f"{where}.pci_bus_id is {bus!r}",
+            "a PCI address domain:bus:device.function such as 0000:41:00.0 (hexadecimal)",
+            "copy it from `nvidia-smi --query-gpu=pci.bus_id --format=csv` or "
+            "/sys/bus/pci/devices, or use null",
+        )
     return HostDevice(
         vendor=vendor,
         pci_bus_id=bus.lower() if isinstance(bus, str) else None,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from ._errors import HwBackendsError
 
@@ -144,7 +144,8 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     from ._host import Host
 
     overrides = parse_env_overrides(args.env or [])
-    host_file = args.host or os.environ.get("HWBACKENDS_HOST") or None
+    # --host '' is a mistake to report, not a request for the real machine
+    host_file = args.host if args.host is not None else os.environ.get("HWBACKENDS_HOST") or None
     root = getattr(args, "root", None)
     if root is not None and host_file:
         raise UsageError(
@@ -158,7 +159,7 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
             "the root of a machine's file tree, holding sys/, proc/ and dev/",
             "pass an existing folder, or leave --root out to read this machine",
         )
-    if host_file:
+    if host_file is not None:
         host = Host.from_file(host_file)
     else:
         from ._registry import installed_backends
@@ -216,6 +217,27 @@ def cut_short(report: SelectionReport) -> list[str]:
                 f"{read}{step} The process sees only the devices before that entry "
                 f"({', '.join(d.torch_device for d in report.devices) or 'none'}). Fix: correct "
                 "or remove the entry; `hwbackends devices` shows each step"
+            )
+    return out
+
+
+def misspelled_variables(env: Mapping[str, str]) -> list[str]:
+    """A set variable one letter away from a visibility variable the installed backends read
+    (``CUDA_VISIBLE_DEVICE``) is otherwise ignored by every runtime without a word."""
+    import difflib
+
+    from ._registry import watch_lists
+
+    known = watch_lists()[0]
+    out = []
+    for key in sorted(env):
+        if key in known or key.startswith("HWBACKENDS_"):
+            continue
+        near = difflib.get_close_matches(key, known, n=1, cutoff=0.9)
+        if near:
+            out.append(
+                f"{key} is set, but no runtime reads it (did you mean {near[0]}?). Fix: rename "
+                f"it to {near[0]}, or unset it"
             )
     return out
 
@@ -407,7 +429,7 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
     soft = [f"Python {v['python'] or 'unknown'}"]
     soft.append(f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "no torch")
-    soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items())]
+    soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items()) if ver]
     present = [f"{k} {ver}" for k, ver in v["packages"].items() if ver]
     # DeepSpeed is optional everywhere: named only when present, as the peers do
     absent = [k for k, ver in v["packages"].items() if not ver and k != "deepspeed"]
@@ -476,7 +498,8 @@ def render_backends(
         )
     for c in report.candidates:
         if c.probe and c.probe.hint and c.probe.hardware_present and not c.probe.available:
-            lines += view.wrap_brief(f"{c.name}: fix: {c.probe.hint}", "    ", "      ")
+            # a fix is a command to run: never shortened, its URL is the index to install from
+            lines += view.wrap(f"{c.name}: fix: {c.probe.hint}", "    ", "      ")
         if debug and c.traceback:
             lines.append(st.dim("    " + c.traceback.replace("\n", "\n    ").rstrip()))
     return lines
@@ -672,7 +695,9 @@ def render_confirmation(conf: Any, st: _Style) -> list[str]:
 
 def cmd_env(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
-    extra = [w for w in cut_short(report) if w not in report.warnings]
+    extra = [
+        w for w in (*cut_short(report), *misspelled_variables(env)) if w not in report.warnings
+    ]
     if extra:
         from dataclasses import replace
 
@@ -948,29 +973,62 @@ def build_parser() -> argparse.ArgumentParser:
 
     from . import __version__
 
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--host", metavar="FILE", help="simulate the host described by FILE")
-    common.add_argument(
-        "--root",
-        metavar="DIR",
-        help="read the machine's sys/, proc/ and dev/ under DIR instead of / (a container "
-        "image, or a copied tree)",
-    )
-    common.add_argument(
-        "--env",
-        metavar="KEY=VALUE",
-        action="append",
-        help="simulate an environment variable (repeatable)",
-    )
-    common.add_argument("--backend", metavar="NAME", help="force a backend by name")
-    common.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
-    common.add_argument(
-        "--confirm",
-        action="store_true",
-        help="also ask the real runtime, in a child process, and compare (starts the runtime)",
-    )
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # argparse names the valid commands but not the one meant (Python < 3.14)
+            rest = message.partition("invalid choice: ")[2]
+            if rest:
+                import difflib
 
-    p = argparse.ArgumentParser(
+                typed = rest.split("'")[1] if rest.count("'") >= 2 else ""
+                choices = rest.partition("choose from")[2].replace("'", " ").split(", ")
+                near = difflib.get_close_matches(typed, [c.strip() for c in choices], n=1)
+                if near:
+                    message += f"; did you mean {near[0]!r}?"
+            super().error(message)
+
+    def common_options(*, confirm: bool = True, host: bool = True) -> Parser:
+        """The shared options; one a command refuses is parsed (so the refusal can explain
+        itself) but left out of that command's --help."""
+
+        def shown(text: str, where: bool) -> str:
+            return text if where else argparse.SUPPRESS
+
+        common = Parser(add_help=False)
+        common.add_argument(
+            "--host", metavar="FILE", help=shown("simulate the host described by FILE", host)
+        )
+        common.add_argument(
+            "--root",
+            metavar="DIR",
+            help=shown(
+                "read the machine's sys/, proc/ and dev/ under DIR instead of / (a container "
+                "image, or a copied tree)",
+                host,
+            ),
+        )
+        common.add_argument(
+            "--env",
+            metavar="KEY=VALUE",
+            action="append",
+            help="simulate an environment variable (repeatable)",
+        )
+        common.add_argument("--backend", metavar="NAME", help="force a backend by name")
+        common.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
+        common.add_argument(
+            "--confirm",
+            action="store_true",
+            help=shown(
+                "also ask the real runtime, in a child process, and compare (starts the runtime)",
+                confirm,
+            ),
+        )
+        return common
+
+    common = common_options()
+    no_confirm = common_options(confirm=False)
+
+    p = Parser(
         prog="hwbackends",
         description="Which accelerator this process will use, which devices it sees, and why.",
     )
@@ -984,7 +1042,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="everything: each backend's row, device UUIDs, full reasons with their sources",
     )
     sp.set_defaults(func=cmd_env)
-    sp = sub.add_parser("plugins", parents=[common], help="every backend plugin and its state")
+    sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
     sp.set_defaults(func=cmd_plugins)
     sp = sub.add_parser("devices", parents=[common], help="visible devices, logical → physical")
@@ -992,13 +1050,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("explain", parents=[common], help="why this backend was chosen")
     sp.set_defaults(func=cmd_explain)
     sp = sub.add_parser(
-        "pin", parents=[common], help="print the environment that selects these physical devices"
+        "pin",
+        parents=[no_confirm],
+        help="print the environment that selects these physical devices",
     )
     sp.add_argument("indices", help="physical device indices in the wanted order, e.g. 2,0")
     sp.set_defaults(func=cmd_pin)
     sp = sub.add_parser(
         "launch-plan",
-        parents=[common],
+        parents=[no_confirm],
         help="per-rank devices and the torchrun / accelerate launch commands",
     )
     sp.add_argument(
@@ -1036,7 +1096,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_launch_plan)
     sp = sub.add_parser(
         "smoke",
-        parents=[common],
+        parents=[common_options(confirm=False, host=False)],
         help="load, generate and train a tiny model with the recommended settings",
     )
     sp.set_defaults(func=cmd_smoke)

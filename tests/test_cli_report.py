@@ -324,3 +324,38 @@ def test_the_docs_carry_a_complete_generated_env_report() -> None:
     assert shown[0] == "$ COLUMNS=100 hwbackends env --host docs/hosts/eight-h100.json"
     real = cli("env", "--host", "docs/hosts/eight-h100.json", COLUMNS="100")
     assert shown[1:] == real.stdout.decode().splitlines()
+
+
+# -- item 7: every host-file error says how to fix it --------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[1]",
+        '{"system": 1}',
+        '{"torch": {"cuda": "12.8"}}',
+        '{"torch": {"version": "2.8", "cuda": 12}}',
+        '{"packages": {"torch": 2}}',
+        '{"devices": {}}',
+        '{"devices": [1]}',
+        '{"devices": [{"vendor": ""}]}',
+        '{"devices": [{"vendor": "nvidia", "name": 3}]}',
+        '{"devices": [{"vendor": "nvidia", "memory_bytes": -1}]}',
+        '{"cuda_fastest_first": [0, 0]}',
+        '{"env": {"X": 1}}',
+        '{"cpu": []}',
+        '{"cpu": {"flags": "avx2"}}',
+        '{"cpu": {"count": 0}}',
+        '{"device_nodes": "/dev/nvidia0"}',
+        '{"drivers": {"nvidia": 570}}',
+        '{"sytem": "Linux"}',
+        '{"python": 3.12}',
+    ],
+)
+def test_every_host_file_error_names_the_file_and_the_fix(tmp_path: Path, text: str) -> None:
+    host = _host_file(tmp_path, text)
+    proc = cli("env", "--host", host)
+    err = proc.stderr.decode()
+    assert proc.returncode == 2, err
+    assert host in err and "Fix: " in err and err.count("\n") == 1, err

@@ -209,8 +209,10 @@ class Host:
         """Validate a host description; every mistake names its field."""
         if not isinstance(data, Mapping):
             raise HostFileError(
-                f"a host description must be a JSON object, got {type(data).__name__}",
+                f"a host description must be a JSON object, got {type(data).__name__} "
+                f"(in {source})",
                 'an object such as {"system": "Linux", "devices": []}',
+                "wrap the fields in one JSON object; docs/hosts/ has examples",
             )
         known = {
             "system",
@@ -245,6 +247,7 @@ class Host:
                 raise HostFileError(
                     f"'torch' in {source} must be an object with a string 'version'",
                     'for example {"version": "2.8.0+cu128", "cuda": "12.8", "hip": null}',
+                    "copy torch/version.py's __version__ into torch.version, or use null",
                 )
             torch = TorchBuild(
                 version=tdata["version"],
@@ -260,6 +263,7 @@ class Host:
             raise HostFileError(
                 f"'packages' in {source} must map distribution names to version strings",
                 '{"torch": "2.8.0"}',
+                "quote each version (pip list shows them)",
             )
         packages = {normalize_dist_name(k): v for k, v in pdata.items()}
         if torch is not None and "torch" not in packages:
@@ -267,7 +271,11 @@ class Host:
 
         ddata = data.get("devices", [])
         if not isinstance(ddata, list):
-            raise HostFileError(f"'devices' in {source} must be a list", "a JSON array")
+            raise HostFileError(
+                f"'devices' in {source} must be a list",
+                "a JSON array of device objects",
+                "write devices as [{...}, {...}], or [] for none",
+            )
         if len(ddata) > MAX_HOST_DEVICES:
             raise HostFileError(
                 f"'devices' in {source} lists {len(ddata)} accelerators",
@@ -300,22 +308,39 @@ class Host:
             raise HostFileError(
                 f"'env' in {source} must map variable names to string values",
                 '{"CUDA_VISIBLE_DEVICES": "0,1"}; leave a variable out to mean unset',
+                "quote each value",
             )
 
         cdata = data.get("cpu", {})
         if not isinstance(cdata, Mapping):
-            raise HostFileError(f"'cpu' in {source} must be an object", '{"flags": ["avx2"]}')
+            raise HostFileError(
+                f"'cpu' in {source} must be an object",
+                '{"flags": ["avx2"]}',
+                "write cpu as an object, or leave it out",
+            )
         flags = cdata.get("flags", [])
         if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise HostFileError(f"'cpu.flags' in {source} must be a list of strings")
+            raise HostFileError(
+                f"'cpu.flags' in {source} must be a list of strings",
+                'flags as /proc/cpuinfo names them, e.g. ["avx2", "avx512_bf16"]',
+                "write cpu.flags as a list of strings",
+            )
         count = cdata.get("count", 1)
         if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise HostFileError(f"'cpu.count' in {source} must be a positive integer")
+            raise HostFileError(
+                f"'cpu.count' in {source} must be a positive integer",
+                "the number of logical cores, e.g. 64",
+                "write cpu.count as a whole number above 0",
+            )
         cpu = CpuInfo(model=str(cdata.get("model", "")), count=count, flags=frozenset(flags))
 
         nodes = data.get("device_nodes", [])
         if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
-            raise HostFileError(f"'device_nodes' in {source} must be a list of /dev names")
+            raise HostFileError(
+                f"'device_nodes' in {source} must be a list of /dev names",
+                'names such as ["/dev/nvidia0", "/dev/kfd"]',
+                "write device_nodes as a list of strings, or leave it out",
+            )
         drivers = data.get("drivers", {})
         if not isinstance(drivers, Mapping) or not all(
             isinstance(v, str) for v in drivers.values()
@@ -323,6 +348,7 @@ class Host:
             raise HostFileError(
                 f"'drivers' in {source} must map driver names to version strings",
                 '{"nvidia": "550.54.15"}',
+                "quote each version, as the driver's /sys/module/*/version file shows it",
             )
         return cls(
             system=system,
@@ -394,14 +420,19 @@ class Host:
 def _get_str(data: Mapping[str, Any], key: str, default: str, source: str) -> str:
     v = data.get(key, default)
     if not isinstance(v, str):
-        raise HostFileError(f"{key!r} in {source} must be a string, got {v!r}")
+        raise HostFileError(
+            f"{key!r} in {source} must be a string, got {v!r}",
+            fix=f"quote the value of {key!r}",
+        )
     return v
 
 
 def _opt_str(data: Mapping[str, Any], key: str, where: str) -> str | None:
     v = data.get(key)
     if v is not None and not isinstance(v, str):
-        raise HostFileError(f"{where} must be a string or null, got {v!r}")
+        raise HostFileError(
+            f"{where} must be a string or null, got {v!r}", fix="quote the value, or use null"
+        )
     return v
 
 
@@ -453,7 +484,11 @@ def _opt_uint(data: Mapping[str, Any], key: str, where: str) -> int | None:
 def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
     where = f"devices[{i}] in {source}"
     if not isinstance(d, Mapping):
-        raise HostFileError(f"{where} must be an object, got {type(d).__name__}")
+        raise HostFileError(
+            f"{where} must be an object, got {type(d).__name__}",
+            'an object such as {"vendor": "nvidia", "pci_bus_id": "0000:41:00.0"}',
+            "write each device as a JSON object",
+        )
     vendor = d.get("vendor")
     if not isinstance(vendor, str) or not vendor or not vendor.replace("_", "").isalnum():
         raise HostFileError(
@@ -466,7 +501,10 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
         _opt_str(d, key, f"{where}.{key}")
     mem = d.get("memory_bytes")
     if mem is not None and (not isinstance(mem, int) or isinstance(mem, bool) or mem < 0):
-        raise HostFileError(f"{where}.memory_bytes must be a non-negative integer or null")
+        raise HostFileError(
+            f"{where}.memory_bytes must be a non-negative integer or null",
+            fix="write the size in bytes as a whole number, e.g. 85899345920 for 80 GiB",
+        )
     bus = d.get("pci_bus_id")
     if isinstance(bus, str) and not _pci_bus_id_ok(bus):
         raise HostFileError(

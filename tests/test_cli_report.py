@@ -196,6 +196,13 @@ def test_the_report_wraps_to_the_terminal(columns: int) -> None:
     assert len(lines) < 50
 
 
+def test_shortened_lines_stay_within_the_width() -> None:
+    for host in (EIGHT, TWO, str(ROOT / "tests" / "hosts" / "dummy-box.json")):
+        out = cli("env", "--host", host).stdout.decode()
+        assert max(len(line) for line in out.splitlines()) <= 80, out
+        assert " …" in out  # a long reason was shortened, not cut mid-word past the edge
+
+
 def test_many_devices_in_order_are_one_row() -> None:
     trn2 = ROOT / "plugins" / "hwbackends-neuron" / "tests" / "hosts" / "trn2_48xlarge.json"
     out = cli("env", "--host", str(trn2)).stdout.decode()

@@ -364,7 +364,10 @@ class _View:
         lines = self.wrap(self.brief(text), first, rest)
         if self.verbose or len(lines) <= 2:
             return lines
-        return [lines[0], lines[1].rstrip(" ,;:") + " …"]
+        last = lines[1]
+        while len(last) + 2 > self.width and " " in last.strip():
+            last = last.rstrip().rsplit(" ", 1)[0]  # room for the ellipsis
+        return [lines[0], last.rstrip(" ,;:") + " …"]
 
     def brief(self, text: str) -> str:
         """A reason without its sources (default view); the whole text with --verbose."""

@@ -92,6 +92,65 @@ BROKEN = {
     ),
     "wrong-name": (good_plugin("other"), "its entry point is named"),
     "sys-exit": ("import sys\nsys.exit(3)\n", "raised SystemExit"),
+    # Probe fields of the wrong type: a string "False" must not make a backend available
+    "probe-hint-int": (
+        good_plugin("{n}")
+        + "    def probe(self, host):\n        from hwbackends import Probe\n"
+        + "        return Probe('{n}', True, True, 'ok', hint=5)\n",
+        "probe() returned a Probe with mistyped field(s): hint=5 (expected str or None)",
+    ),
+    "probe-evidence-int": (
+        good_plugin("{n}")
+        + "    def probe(self, host):\n        from hwbackends import Probe\n"
+        + "        return Probe('{n}', True, True, 'ok', evidence=7)\n",
+        "evidence=7 (expected tuple of str)",
+    ),
+    "probe-string-bools": (
+        good_plugin("{n}")
+        + "    def probe(self, host):\n        from hwbackends import Probe\n"
+        + "        return Probe('{n}', 'False', 'True', 'ok')\n",
+        "hardware_present='False' (expected bool); software_ready='True' (expected bool)",
+    ),
+    "device-wrong-types": (
+        good_plugin("bad", 99)
+        + "    device_nodes = ('bad0',)\n"
+        + "    def devices(self, host, env):\n        from hwbackends import Device\n"
+        + "        return [Device('{n}', '{n}', index='0', physical_index=0)]\n",
+        "devices() returned a Device with mistyped field(s): index='0' (expected int)",
+    ),
+    "devices-visibility-error": (
+        good_plugin("bad", 99)
+        + "    device_nodes = ('bad0',)\n"
+        + "    def devices(self, host, env):\n"
+        + "        from hwbackends import VisibilityError\n"
+        + "        raise VisibilityError('the SDK has no device table')\n",
+        "devices() raised VisibilityError: the SDK has no device table",
+    ),
+    "keyboard-interrupt": (
+        good_plugin("{n}") + "    def probe(self, host):\n        raise KeyboardInterrupt\n",
+        "probe() raised KeyboardInterrupt",
+    ),
+    "generator-exit": (
+        good_plugin("{n}") + "    def probe(self, host):\n        raise GeneratorExit('x')\n",
+        "probe() raised GeneratorExit: x",
+    ),
+    "custom-base-exception": (
+        "class Stop(BaseException):\n    pass\n"
+        + good_plugin("{n}")
+        + "    def probe(self, host):\n        raise Stop('halt')\n",
+        "probe() raised Stop: halt",
+    ),
+    "hostile-str": (
+        "class Bad(Exception):\n    def __str__(self):\n        raise RuntimeError\n"
+        + good_plugin("{n}")
+        + "    def probe(self, host):\n        raise Bad()\n",
+        "probe() raised Bad: <the exception's message could not be read>",
+    ),
+    "priority-property-raises": (
+        good_plugin("{n}").replace("    priority: ClassVar[int] = 50\n", "")
+        + "    @property\n    def priority(self):\n        raise RuntimeError('no')\n",
+        "reading the attributes of Backend() raised RuntimeError: no",
+    ),
 }
 
 
@@ -101,10 +160,10 @@ def test_each_broken_plugin_is_reported_and_skipped(site: Site, kind: str) -> No
     site.add_plugin("alpha", good_plugin("alpha", 70))
     site.add_plugin("bad", code.replace("{n}", "bad"), dist="hwbackends-bad", version="0.3")
     before = dict(os.environ)
-    r = select(site)
+    r = select(site, host=Host.from_dict({"device_nodes": ["/dev/alpha0", "/dev/bad0"]}))
     assert dict(os.environ) == before  # a plugin's edits are undone
     bad = r.status("bad")
-    assert bad.state == "broken"
+    assert bad.state == "broken", bad.reason
     assert message in bad.reason
     assert bad.origin == "hwbackends-bad" and bad.version == "0.3"
     # the others keep working

@@ -40,6 +40,7 @@ This module imports only builtins: no typing, no dataclasses.
 
 from __future__ import annotations
 
+import _thread
 import marshal
 import os
 import sys
@@ -62,12 +63,12 @@ INSTANCES: dict[str, Backend] = {}
 #: "hit", "miss", "off" or "" (not asked yet): for tests and the benchmark.
 LAST = ""
 _chosen: Backend | None = None
-_lock = None
+_lock = _thread.allocate_lock()  # at import: two threads must never each make their own
 
 
 def _after_fork_in_child() -> None:
     global _lock
-    _lock = None  # a lock held by a thread that does not exist in the child would never open
+    _lock = _thread.allocate_lock()  # one held by a thread absent from the child never opens
 
 
 if hasattr(os, "register_at_fork"):
@@ -166,8 +167,10 @@ def cache_dir() -> str | None:
     env = os.environ
     base = env.get("XDG_CACHE_HOME") or ""
     if not os.path.isabs(base):  # relative or unset: invalid per the XDG spec
-        home = os.path.expanduser("~")
-        if not os.path.isabs(home):  # HOME unset and no passwd entry: never write to "./~"
+        home = env.get("HOME")
+        if home is None:
+            home = os.path.expanduser("~")  # the passwd entry; "~" back when there is none
+        if not os.path.isabs(home):  # empty, relative or unknown: never write to "./~"
             return None
         base = os.path.join(home, ".cache")
     return os.path.join(base, "hwbackends")
@@ -354,13 +357,8 @@ def cached_backend() -> Backend | None:
     """The cached choice for this fingerprint, or None (then the full selection runs).
 
     Thread-safe: concurrent first calls get one answer."""
-    global _lock
     if _chosen is not None:
         return _chosen
-    if _lock is None:
-        import _thread
-
-        _lock = _thread.allocate_lock()
     with _lock:
         if _chosen is not None:
             return _chosen

@@ -39,11 +39,23 @@ if TYPE_CHECKING:
     # (failed, the value or the exception, its traceback, the env writes of the call)
     _Outcome = tuple[bool, Any, str | None, _Writes]
 
-__all__ = ["DEFAULT_TIMEOUT", "PluginFault", "call", "describe", "timeout_from"]
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "PluginFault",
+    "ResultError",
+    "call",
+    "describe",
+    "running_plugin_code",
+    "timeout_from",
+]
 
 #: Seconds a single plugin call may take before it is reported as hanging.
 DEFAULT_TIMEOUT = 30.0
 _MAX_TEXT = 500  # characters of a plugin's exception message kept in a report
+
+
+class ResultError(TypeError):
+    """Raised by the checks of a plugin's return value: its message is the whole reason."""
 
 
 class PluginFault(Exception):
@@ -179,6 +191,10 @@ class _Worker:
     __slots__ = ("abandoned", "done", "go", "job", "out")
 
     def __init__(self) -> None:
+        # threading must be imported by the caller's thread first: imported first by plugin
+        # code in a worker, it would take the worker for the main thread and hang at exit.
+        import threading  # noqa: F401
+
         self.go = _thread.allocate_lock()
         self.go.acquire()
         self.done = _thread.allocate_lock()
@@ -260,6 +276,8 @@ def call(
             raise value
         if inline and isinstance(value, KeyboardInterrupt) and limit <= 0:
             raise value  # inline, a Ctrl-C cannot be told from the plugin's own: let it stop us
+        if isinstance(value, ResultError):
+            raise PluginFault(describe(value).partition(": ")[2], None)
         raise PluginFault(f"{what} raised {describe(value)}", tb)
     if changed:
         raise PluginFault(
@@ -267,6 +285,12 @@ def call(
             "environment of the process that imports or probes it"
         )
     return value  # type: ignore[no-any-return]
+
+
+def running_plugin_code() -> bool:
+    """Whether the calling thread is running a plugin call right now (or is a worker)."""
+    ident = _thread.get_ident()
+    return ident in _plugin_threads or ident in _recorders
 
 
 def _after_fork_in_child() -> None:

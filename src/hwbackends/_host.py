@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ._errors import HostFileError
+
+_R = TypeVar("_R")
 
 __all__ = ["CpuInfo", "Host", "HostDevice", "TorchBuild", "normalize_dist_name"]
 
@@ -745,9 +747,16 @@ def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
     return _class_ok(klass, getattr(obj, "pci_classes", ()))
 
 
-def _plugin_fault(errors: dict[str, str], backend: Any, what: str, exc: BaseException) -> None:
-    name = getattr(backend, "name", "?")
-    errors.setdefault(str(name), f"{name}.{what} raised {type(exc).__name__}: {exc}")
+def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R]) -> _R | None:
+    """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised."""
+    from ._guard import PluginFault, call
+
+    name = backend.name if isinstance(getattr(backend, "name", None), str) else "?"
+    try:
+        return call(f"{name}.{what}", fn)
+    except PluginFault as exc:
+        errors.setdefault(name, exc.reason)
+        return None
 
 
 class _Function:
@@ -809,16 +818,15 @@ def _read_devices(
     out: list[HostDevice] = []
     for b in backends:
         found = tuple(own[id(b)])
-        try:
+
+        def read(b: Any = b, found: tuple[HostDevice, ...] = found) -> tuple[HostDevice, ...]:
             got = b.read_devices(root, found, system=sysname, machine=machine)
-            if not isinstance(got, (tuple, list)) or not all(
-                isinstance(x, HostDevice) for x in got
-            ):
+            if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
                 raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
-        except Exception as exc:
-            _plugin_fault(errors, b, "read_devices()", exc)
-            got = found
-        out.extend(got)
+            return tuple(got)
+
+        got = _hook(errors, b, "read_devices()", read)
+        out.extend(found if got is None else got)
     return tuple(out + others)
 
 
@@ -879,14 +887,16 @@ def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
 def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) -> dict[str, str]:
     drivers: dict[str, str] = {}
     for b in backends:
-        try:
+
+        def read(b: Any = b) -> dict[str, str]:
             got = b.read_drivers(root)
             if not isinstance(got, Mapping) or not all(
                 isinstance(k, str) and isinstance(v, str) for k, v in got.items()
             ):
                 raise TypeError(f"returned {type(got).__name__}, expected dict[str, str]")
-        except Exception as exc:
-            _plugin_fault(errors, b, "read_drivers()", exc)
-            continue
-        drivers.update(got)
+            return dict(got)
+
+        got = _hook(errors, b, "read_drivers()", read)
+        if got is not None:
+            drivers.update(got)
     return drivers

@@ -357,10 +357,12 @@ _T = Any
 
 
 def checked(value: object, cls: type[_T], what: str) -> _T:
-    """A fresh ``cls`` with ``value``'s fields, each of the declared type; else ``TypeError``
+    """A fresh ``cls`` with ``value``'s fields, each of the declared type; else ``ResultError``
     naming ``what`` (``"acme.probe()"``), the fields and the types expected."""
+    from ._guard import ResultError
+
     if not isinstance(value, cls):
-        raise TypeError(
+        raise ResultError(
             f"{what} returned {type(value).__name__}, expected hwbackends.{cls.__name__}"
         )
     fields: dict[str, Any] = {}
@@ -380,7 +382,7 @@ def checked(value: object, cls: type[_T], what: str) -> _T:
             v = tuple(v)
         fields[name] = v
     if bad:
-        raise TypeError(
+        raise ResultError(
             f"{what} returned a {cls.__name__} with mistyped field(s): {'; '.join(bad)}"
         )
     return cls(**fields)

@@ -18,7 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from ._discovery import EntryPointSpec, discover
 from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
-from ._guard import DEFAULT_TIMEOUT, PluginFault, call, timeout_from
+from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, timeout_from
 from ._host import Host
 from ._protocol import API_VERSION, Backend, Device, Probe, checked
 
@@ -242,6 +242,40 @@ def _guard(
     return call(what, fn, timeout=timeout, passthrough=passthrough)
 
 
+def plugin_call(
+    name: str,
+    method: str,
+    fn: Callable[[], _T],
+    expect: type | None = None,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> _T:
+    """Call a backend's method for an integration (``capabilities()``, ``devices()``...).
+
+    The call runs under the plugin guard; a result of the wrong type, an exception, a hang
+    or an environment edit becomes a ``PluginError`` that names the backend and its method.
+    ``expect`` is a protocol value class (``Capabilities``, ``Probe``) checked field by field,
+    or ``list`` for a list of ``Device``.
+    """
+    what = f"{name}.{method}()"
+
+    def run() -> Any:
+        got = fn()
+        if expect is list:
+            if not isinstance(got, list):
+                raise ResultError(f"{what} returned {type(got).__name__}, expected a list")
+            return [checked(d, Device, what) for d in got]
+        return checked(got, expect, what) if expect is not None else got
+
+    try:
+        return _guard(what, run, passthrough=passthrough)  # type: ignore[no-any-return]
+    except _Broken as exc:
+        raise PluginError(
+            f"the {name} backend is broken: {exc.reason}",
+            "a plugin whose methods return what the hwbackends.Backend protocol describes",
+            "update or uninstall the plugin; `hwbackends plugins --check` lists broken plugins",
+        ) from None
+
+
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
     """Why a backend class's declared API version is refused, or None."""
     api = getattr(cls, "api_version", None)
@@ -254,26 +288,36 @@ def api_problem(cls: type, dist: str = "the plugin") -> str | None:
     )
 
 
-def protocol_problems(inst: object, expected_name: str | None = None) -> list[str]:
-    """What keeps a backend instance from satisfying the protocol (empty: nothing)."""
+_IDENTITY = ("name", "device_type", "priority")
+_METHODS = ("probe", "devices", "capabilities", "visibility_env")
+
+
+def protocol_problems(
+    inst: object, expected_name: str | None = None, *, values: Mapping[str, Any] | None = None
+) -> list[str]:
+    """What keeps a backend instance from satisfying the protocol (empty: nothing).
+
+    ``values``: the attributes already read once from ``inst`` (each read exactly once, so a
+    property that changes on a later access is judged by what selection will use)."""
     cls = type(inst).__name__
+    got = (
+        values
+        if values is not None
+        else {a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS)}
+    )
     missing = [
         attr
         for attr, kind in (("name", str), ("device_type", str), ("priority", int))
-        if not isinstance(getattr(inst, attr, None), kind) or isinstance(getattr(inst, attr), bool)
+        if not isinstance(got.get(attr), kind) or isinstance(got.get(attr), bool)
     ]
-    missing += [
-        m
-        for m in ("probe", "devices", "capabilities", "visibility_env")
-        if not callable(getattr(inst, m, None))
-    ]
+    missing += [m for m in _METHODS if not callable(got.get(m))]
     problems = []
     if missing:
         problems.append(
             f"{cls} does not satisfy the Backend protocol: missing or mistyped "
             f"{', '.join(missing)} (see hwbackends.Backend; subclass hwbackends.plugin.BaseBackend)"
         )
-    name = getattr(inst, "name", None)
+    name = got.get("name")
     if expected_name is not None and isinstance(name, str) and name != expected_name:
         problems.append(
             f"{cls}.name is {name!r} but its entry point is named {expected_name!r}; "
@@ -294,7 +338,8 @@ class _Meta:
 
 
 def _inspect(inst: object, expected_name: str) -> _Meta:
-    problems = protocol_problems(inst, expected_name)
+    values: dict[str, Any] = {a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "vendor")}
+    problems = protocol_problems(inst, expected_name, values=values)
     if problems:
         raise _Broken(problems[0])
     if expected_name != expected_name.lower():
@@ -303,8 +348,13 @@ def _inspect(inst: object, expected_name: str) -> _Meta:
             f"are lower case (HWBACKENDS_BACKEND and get() lower-case what they are given); "
             f"rename the entry point and the class's name to {expected_name.lower()!r}"
         )
-    b: Any = inst
-    return _Meta(b.name, b.device_type, b.priority, _vendor_of(b))
+    vendor = values["vendor"]
+    return _Meta(
+        values["name"],
+        values["device_type"],
+        values["priority"],
+        vendor if isinstance(vendor, str) and vendor else None,
+    )
 
 
 def _load(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, _Meta]:
@@ -349,7 +399,7 @@ def _devices(
     def run() -> list[Device]:
         got = backend.devices(host, env)
         if not isinstance(got, list):
-            raise TypeError(f"{what} returned {type(got).__name__}, expected a list of Device")
+            raise ResultError(f"{what} returned {type(got).__name__}, expected a list of Device")
         return [checked(d, Device, what) for d in got]
 
     return _guard(what, run, timeout=timeout)
@@ -842,18 +892,26 @@ def _conflict(specs: list[EntryPointSpec]) -> str | None:
 
 # -- process-wide entry points -------------------------------------------------------------
 
-_lock = None
+# Made at import, not on first use: two threads must never each make their own.
+_lock = _thread.allocate_lock()
 _cached: SelectionReport | None = None
 _registry: Registry | None = None
 
 
 def _get_lock() -> Any:
-    global _lock
-    if _lock is None:
-        import _thread
-
-        _lock = _thread.allocate_lock()
     return _lock
+
+
+def _after_fork_in_child() -> None:
+    # A thread of the parent may have held these at fork; it does not exist in the child.
+    global _lock
+    _lock = _thread.allocate_lock()
+    if _registry is not None:
+        _registry._load_lock = _thread.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _default_registry() -> Registry:

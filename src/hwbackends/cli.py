@@ -584,9 +584,17 @@ def render_capabilities(
     from ._registry import get_from_report
 
     view = view or _View(verbose=True)
+    from ._protocol import Capabilities
+    from ._registry import plugin_call
+
     backend = get_from_report(report)
     dev = report.devices[0] if report.devices else None
-    caps = backend.capabilities(dev, host=report.host)
+    caps = plugin_call(
+        report.chosen,
+        "capabilities",
+        lambda: backend.capabilities(dev, host=report.host),
+        Capabilities,
+    )
     attn = ", ".join(dict.fromkeys(a.name for a in caps.attention))
     pad = " " * 14
     lines = [st.bold("Capabilities") + f"  ({caps.arch or caps.device_type})"]
@@ -711,9 +719,18 @@ def cmd_env(args: argparse.Namespace) -> int:
         from ._registry import get_from_report
 
         d = {"schema_version": JSON_SCHEMA_VERSION, "command": "env", **report.to_dict()}
+        from ._protocol import Capabilities
+        from ._registry import plugin_call
+
         backend = get_from_report(report)
         dev = report.devices[0] if report.devices else None
-        d["capabilities"] = backend.capabilities(dev, host=report.host).to_dict()
+        caps = plugin_call(
+            report.chosen,
+            "capabilities",
+            lambda: backend.capabilities(dev, host=report.host),
+            Capabilities,
+        )
+        d["capabilities"] = caps.to_dict()
         d["settings"] = settings
         d["versions"] = versions_of(report.host)
         d["confirmation"] = conf.to_dict() if conf is not None else None
@@ -846,7 +863,26 @@ def cmd_pin(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
     backend = get_from_report(report)
     # the indices are the ones `hwbackends devices` shows under this environment
-    assignment = backend.visibility_env(indices, host=report.host, env=env)
+    from ._errors import VisibilityError
+    from ._registry import plugin_call
+
+    assignment = plugin_call(
+        report.chosen,
+        "visibility_env",
+        lambda: backend.visibility_env(indices, host=report.host, env=env),
+        passthrough=(VisibilityError,),  # a selection the runtime cannot express: the user's
+    )
+    if not isinstance(assignment, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in assignment.items()
+    ):
+        from ._errors import PluginError
+
+        raise PluginError(
+            f"the {report.chosen} backend is broken: visibility_env() returned "
+            f"{type(assignment).__name__}",
+            "a dict of variable names to string values",
+            "update or uninstall the plugin",
+        )
     from .visibility import visibility_unset
 
     unset = [k for k in visibility_unset(backend) if k not in assignment]
@@ -1120,13 +1156,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"--confirm with {', '.join(_CONFIRMABLE)}",
                 f"run `hwbackends devices --confirm` to check the devices, then {args.command}",
             )
-        return int(args.func(args))
+        from ._stdio import plugin_output_to_stderr
+
+        with plugin_output_to_stderr():  # a plugin that prints cannot corrupt the report
+            return int(args.func(args))
     except HwBackendsError as exc:
         if debug:
             raise
         print(f"hwbackends: error: {exc}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a real Ctrl-C: a plugin's own is reported as its fault
+        print("hwbackends: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

@@ -49,6 +49,9 @@ def test_cache_hit_miss_and_invalidation(tmp_path: Path) -> None:
     # bypass, simulated hosts and strict mode never use it
     assert run(tmp_path, site, HWBACKENDS_NO_CACHE="1")["last"] == "off"
     assert run(tmp_path, site, HWBACKENDS_STRICT="1")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="true")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="false")["last"] == "miss"  # a new key
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="false")["last"] == "hit"
 
 
 def test_unreadable_or_corrupt_cache_is_ignored(tmp_path: Path) -> None:

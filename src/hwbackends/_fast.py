@@ -297,10 +297,14 @@ def _store(dfd: int, record: dict[Any, Any]) -> None:
 
 
 def enabled() -> bool:
+    """False when a setting asks for the full selection: the bypass, strict mode, a
+    simulated host, or a value only the full path can judge (it reports the typo)."""
     env = os.environ
-    return not any(
-        (env.get(k) or "").strip() not in ("", "0")
-        for k in ("HWBACKENDS_NO_CACHE", "HWBACKENDS_HOST", "HWBACKENDS_STRICT")
+    if (env.get("HWBACKENDS_HOST") or "").strip():
+        return False
+    return all(
+        (env.get(k) or "").strip().lower() in ("", "0", "false", "no", "off")
+        for k in ("HWBACKENDS_NO_CACHE", "HWBACKENDS_STRICT")
     )
 
 

@@ -342,7 +342,7 @@ def test_writer_pins_pci_order(selection: list[int], fastest: list[int]) -> None
                 {
                     "vendor": "nvidia",
                     "name": "H100" if i % 2 else "L4",
-                    "pci_bus_id": f"{i:02x}:00.0",
+                    "pci_bus_id": f"0000:{i:02x}:00.0",
                 }
                 for i in range(8)
             ],

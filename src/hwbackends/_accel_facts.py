@@ -13,7 +13,6 @@ Nothing here imports torch, transformers or a vendor SDK; it reads the ``Host`` 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, ClassVar
 
 from ._facts import QUANT_METHODS, release, torch_build_problem, version_in_range
@@ -26,6 +25,7 @@ from ._protocol import (
     Probe,
     QuantSupport,
 )
+from ._record import field, frozen, replace
 from .plugin import BaseBackend, common_attention
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def major_minor(version: str | None) -> tuple[int, int] | None:
 # -- declarative pieces --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class PciModel:
     """What one PCI device id is: a product name, the architecture key, and the source."""
 
@@ -66,7 +66,7 @@ class PciModel:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class ArchFacts:
     """Data types and the recommended training precision of one architecture."""
 
@@ -75,7 +75,7 @@ class ArchFacts:
     source: str
 
 
-@dataclass(frozen=True)
+@frozen
 class Stack:
     """One software stack that can drive the hardware, and what it calls things.
 
@@ -188,7 +188,7 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
 # -- the shared backend --------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class _Found:
     """The hardware and software found on one host, computed once per call."""
 

@@ -19,8 +19,9 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from ._record import frozen, replace
 
 if TYPE_CHECKING:
     from ._host import Host
@@ -71,9 +72,14 @@ print(json.dumps(out))
 """
 
 
-@dataclass(frozen=True)
+@frozen
 class Confirmation:
-    """What the runtime saw against what hwbackends predicted, and whether they agree."""
+    """What the runtime saw against what hwbackends predicted, and whether they agree.
+
+    ``checked`` is False when the runtime could not be asked at all (torch does not import,
+    the child crashed or timed out): ``ok`` is then False too, but nothing disagreed, and
+    ``fix`` says how to make the check possible.
+    """
 
     backend: str
     ok: bool
@@ -83,6 +89,8 @@ class Confirmation:
     observed_bus_ids: tuple[str | None, ...] | None
     message: str
     seconds: float
+    checked: bool = True
+    fix: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -96,6 +104,8 @@ class Confirmation:
             ),
             "message": self.message,
             "seconds": round(self.seconds, 3),
+            "checked": self.checked,
+            "fix": self.fix,
         }
 
 
@@ -156,7 +166,8 @@ def confirm(
     """Run the real runtime in a subprocess and compare it with ``backend.devices(host, env)``.
 
     Never raises for a runtime problem: a missing torch, a torch without the backend's device
-    module, a crash or a timeout give ``ok=False`` and a message that says what happened.
+    module, a crash or a timeout give ``ok=False`` with ``checked=False``, a message that says
+    what happened and a ``fix``; a real disagreement has ``checked=True``.
     """
     t0 = time.perf_counter()
     predicted = backend.devices(host, env)
@@ -169,25 +180,39 @@ def confirm(
         return Confirmation(backend.name, ok, len(predicted), count, pred_bus, buses, msg,
                             time.perf_counter() - t0)  # fmt: skip
 
+    def unchecked(msg: str, fix: str) -> Confirmation:
+        return replace(done(False, msg), checked=False, fix=fix)
+
+    retry = "run it again; if it fails again, check that torch imports and its driver loads"
+
     argv = [sys.executable, "-c", _SCRIPT, backend.device_type]
     try:
         rc, out, err = _run(argv, child_env(backend.name, env), timeout)
     except OSError as exc:
-        return done(False, f"could not start {sys.executable}: {exc}")
+        return unchecked(f"could not start {sys.executable}: {exc}", "repair that Python")
     except Exception as exc:  # subprocess.TimeoutExpired and anything else from the runner
         if type(exc).__name__ == "TimeoutExpired":
-            return done(False, f"the runtime did not answer within {timeout:g} s (timed out); "
-                        "a hung driver or a very slow first initialisation")  # fmt: skip
-        return done(False, f"running the runtime check failed: {type(exc).__name__}: {exc}")
+            return unchecked(f"the runtime did not answer within {timeout:g} s (timed out); "
+                             "a hung driver or a very slow first initialisation",
+                             "check the driver (its own tools, dmesg), then " + retry)  # fmt: skip
+        return unchecked(f"running the runtime check failed: {type(exc).__name__}: {exc}", retry)
     data = _last_json(out)
     if data is None:
         tail = (err.strip().splitlines() or ["no output"])[-1]
-        return done(False, f"the runtime check exited with code {rc} and no result: {tail}")
+        return unchecked(f"the runtime check exited with code {rc} and no result: {tail}", retry)
+    if "error" in data and "torch" not in data:  # the child got no further than `import torch`
+        from ._target import torch_fix
+
+        return unchecked(str(data["error"]), torch_fix(backend, host))
     if "error" in data:
-        return done(False, str(data["error"]))
+        return unchecked(
+            str(data["error"]),
+            f"make torch.{backend.device_type} work: a torch build for it and a loaded driver "
+            "(`hwbackends env` names what is missing)",
+        )
     count = data.get("count")
     if not isinstance(count, int):
-        return done(False, f"the runtime check returned no device count: {data!r}")
+        return unchecked(f"the runtime check returned no device count: {data!r}", retry)
     raw = data.get("bus_ids")
     observed = (
         tuple(_norm_bus(b) if isinstance(b, str) else None for b in raw)

@@ -13,10 +13,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 
 from ._entry_points import parse_entry_points
 from ._host import iter_dist_infos
+from ._record import field, frozen
 
 __all__ = [
     "GROUP",
@@ -30,7 +30,7 @@ __all__ = [
 GROUP = "hwbackends.backends"
 
 
-@dataclass(frozen=True)
+@frozen
 class EntryPointSpec:
     """An entry point as declared: ``name = module:attr`` by distribution ``dist``."""
 

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._protocol import AttentionOption, Limitation, QuantSupport, SupportLevel
+from ._record import field, frozen, mutable
 
 if TYPE_CHECKING:
     import ast
@@ -144,7 +144,7 @@ def describes_drivers(host: Host) -> bool:
 KernelTarget = tuple[str, int | None, int | None]
 
 
-@dataclass(frozen=True)
+@frozen
 class TransformersTables:
     """The device tables of one Transformers release and where they were read.
 
@@ -509,7 +509,7 @@ def transformers_tables(host: Host | None) -> TransformersTables:
 # -- kernels -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelsState:
     """Whether Transformers' ``kernels`` integration is switched on for a host.
 
@@ -592,7 +592,7 @@ _FLASH_SOURCE = (
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class FlashRow:
     """Where one flash-attention version runs, for one vendor.
 
@@ -615,7 +615,7 @@ class FlashRow:
         return self.hub_archs is None or (arch is not None and arch in self.hub_archs)
 
 
-@dataclass
+@mutable
 class _AttentionBuild:
     options: list[AttentionOption] = field(default_factory=list)  # installed packages
     hub: list[AttentionOption] = field(default_factory=list)  # fetched from the Hub
@@ -706,7 +706,7 @@ def flash_attention_options(
 # -- quantization --------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantMethod:
     """One Transformers quantization method: what it installs and what its gate checks."""
 
@@ -777,7 +777,7 @@ QUANT_METHODS: Mapping[str, QuantMethod] = {
 }  # fmt: skip
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantVerdict:
     """A vendor's verdict on one method: ``status`` on ``archs`` (None: every arch).
 

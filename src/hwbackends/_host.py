@@ -11,10 +11,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ._errors import HostFileError
+from ._record import field, frozen
 
 _R = TypeVar("_R")
 
@@ -35,7 +35,7 @@ def normalize_dist_name(name: str) -> str:
     return out
 
 
-@dataclass(frozen=True)
+@frozen
 class TorchBuild:
     """What the installed torch was built for, read from ``torch/version.py`` as text."""
 
@@ -59,7 +59,7 @@ class TorchBuild:
         return {"version": self.version, "cuda": self.cuda, "hip": self.hip, "xpu": self.xpu}
 
 
-@dataclass(frozen=True)
+@frozen
 class CpuInfo:
     model: str = ""
     count: int = 1
@@ -69,7 +69,7 @@ class CpuInfo:
         return {"model": self.model, "count": self.count, "flags": sorted(self.flags)}
 
 
-@dataclass(frozen=True)
+@frozen
 class HostDevice:
     """One accelerator as the machine lists it, in its runtime's physical order.
 
@@ -108,7 +108,7 @@ _DEVICE_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True)
+@frozen
 class Host:
     """Everything hwbackends knows about one machine. Build with a ``from_*`` constructor."""
 

@@ -7,9 +7,9 @@ and the docs all show the same facts.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
 
+from ._record import field, frozen
 from ._version import API_VERSION
 
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ Precision = Literal["bf16", "fp16", "fp32"]
 SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
 
 
-@dataclass(frozen=True)
+@frozen
 class Device:
     """One device as this process will see it."""
 
@@ -67,7 +67,7 @@ class Device:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Probe:
     """The answer to two questions: is the hardware here, and is the software ready for it?"""
 
@@ -94,7 +94,7 @@ class Probe:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class AttentionOption:
     """One ``attn_implementation`` value and what it needs to load on this device.
 
@@ -118,7 +118,7 @@ class AttentionOption:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class QuantSupport:
     """Whether a quantization method works on a device: ``status`` with the reason, the
     minimum architecture and the packages it needs."""
@@ -141,7 +141,7 @@ class QuantSupport:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Limitation:
     """A known incompatibility, with what to do about it.
 
@@ -160,7 +160,7 @@ class Limitation:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class Capabilities:
     """What a device can do, each fact with its source (``sources`` maps field → source)."""
 

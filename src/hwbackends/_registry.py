@@ -13,7 +13,6 @@ import contextlib
 import os
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
 from ._discovery import EntryPointSpec, discover
@@ -21,6 +20,7 @@ from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError,
 from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, timeout_from
 from ._host import Host
 from ._protocol import API_VERSION, Backend, Device, Probe, checked
+from ._record import frozen, mutable
 
 __all__ = [
     "BackendStatus",
@@ -56,7 +56,7 @@ def _names(value: str | None) -> frozenset[str] | None:
     return frozenset(p.strip().lower() for p in value.split(",") if p.strip())
 
 
-@dataclass(frozen=True)
+@frozen
 class Settings:
     """The ``HWBACKENDS_*`` variables, parsed once."""
 
@@ -122,7 +122,7 @@ def _choice(v: str | None, name: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@frozen
 class BackendStatus:
     """One candidate backend and what became of it."""
 
@@ -171,7 +171,7 @@ class BackendStatus:
         return d
 
 
-@dataclass(frozen=True)
+@frozen
 class SelectionReport:
     """Why this process uses the backend it uses."""
 
@@ -326,7 +326,7 @@ def protocol_problems(
     return problems
 
 
-@dataclass(frozen=True)
+@frozen
 class _Meta:
     """A backend's identity, read once when it loads: selection uses these copies, so an
     attribute that raises or changes type on a later access cannot derail it."""
@@ -408,7 +408,7 @@ def _devices(
 # -- the registry --------------------------------------------------------------------------
 
 
-@dataclass
+@mutable
 class _Candidate:
     spec: EntryPointSpec
     backend: Backend | None = None
@@ -653,10 +653,21 @@ class Registry:
             forced = statuses[settings.forced]
             if forced.state != "available":
                 hint = forced.probe.hint if forced.probe and forced.probe.hint else None
+                # the others were skipped for the forced one; probed now, the error can name
+                # every backend that would work instead of only cpu
+                usable = {c.name for _, _, c in ready}
+                for name, st in statuses.items():
+                    if st.state == "not-probed":
+                        try:
+                            b, meta = self.loaded(by_name[name][0], limit)
+                            if _probe(b, meta, host, limit).available:
+                                usable.add(name)
+                        except _Broken:
+                            pass  # a broken plugin is not an alternative to offer
                 raise BackendUnavailableError(
                     f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
                     f"{forced.reason}",
-                    f"an available backend ({', '.join(c.name for _, _, c in ready) or 'none'})",
+                    f"an available backend ({', '.join(sorted(usable)) or 'none'})",
                     hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
                 )
             ready = [r for r in ready if r[2].name == settings.forced]
@@ -791,7 +802,7 @@ def _visibility(
 
 
 def _replace_state(s: BackendStatus, state: State) -> BackendStatus:
-    from dataclasses import replace
+    from ._record import replace
 
     return replace(s, state=state)
 

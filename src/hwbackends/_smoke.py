@@ -7,14 +7,15 @@ Builds a random causal LM from a config (no download), saves it, reloads it with
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
 from ._errors import HwBackendsError
+from ._record import field, mutable
 
 __all__ = ["SmokeError", "SmokeResult", "run_smoke"]
 
@@ -23,7 +24,7 @@ class SmokeError(HwBackendsError):
     """A smoke-test step failed; the message names the step and the cause."""
 
 
-@dataclass
+@mutable
 class SmokeResult:
     backend: str
     device: str
@@ -75,6 +76,13 @@ def _step(result: SmokeResult, name: str, log: Callable[[str], None]) -> Iterato
     log(f"  {name:<10} {dt * 1000:8.1f} ms")
 
 
+def _torch_fix(name: str, env: Mapping[str, str] | None) -> str:
+    from ._registry import get, resolve_inputs
+    from ._target import torch_fix
+
+    return torch_fix(get(name), resolve_inputs(env, None)[1])
+
+
 def run_smoke(
     *,
     backend: str | None = None,
@@ -99,7 +107,15 @@ def run_smoke(
     log("  from_pretrained(" + ", ".join(f"{k}={v}" for k, v in result.settings.items()) + ")")
 
     with _step(result, "import", log):
-        import torch
+        try:
+            import torch
+        except ImportError as exc:
+            raise SmokeError(
+                f"smoke needs torch, and torch cannot be imported here: {type(exc).__name__}: "
+                f"{exc}",
+                f"torch importable by {sys.executable}",
+                _torch_fix(plan.backend, env),
+            ) from exc
         import transformers
         from transformers import AutoModelForCausalLM, LlamaForCausalLM, Trainer, TrainingArguments
         from transformers.trainer_callback import PrinterCallback

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from ._errors import BackendUnavailableError, HwBackendsError
 from ._host import Host
 from ._protocol import Backend, Capabilities, Device, Probe
+from ._record import frozen
 
-__all__ = ["Target", "resolve_target"]
+__all__ = ["DEFAULT_BACKEND_FIX", "Target", "resolve_target", "torch_fix"]
+
+#: The fix for a named backend that cannot run here and whose probe offers none, worded for
+#: Python callers; the CLI (`--backend`) recognises it and gives its own instead.
+DEFAULT_BACKEND_FIX = "leave backend=None to use the selected backend"
 
 
-@dataclass(frozen=True)
+@frozen
 class Target:
     backend: Backend
     host: Host
@@ -54,7 +58,7 @@ def resolve_target(
             raise BackendUnavailableError(
                 f"the {name} backend is not available here: {probe.reason}",
                 "a backend whose hardware and software are both ready",
-                probe.hint or "leave backend=None to use the selected backend",
+                probe.hint or DEFAULT_BACKEND_FIX,
             )
     else:
         b = backend
@@ -94,3 +98,36 @@ def _local_rank(env: Mapping[str, str]) -> int | None:
     if v is not None and v.strip().isdigit():
         return int(v)
     return None
+
+
+def torch_fix(backend: Backend, host: Host) -> str:
+    """The command that makes torch importable for ``backend`` on this machine: the wheel
+    index of the backend's torch build (``torch_flavour``; the CPU wheel for cpu), else the
+    backend's own ``install_hint``, run with this interpreter's pip."""
+    import shlex
+    import sys
+
+    from ._facts import TORCH_INDEXES, torch_install_hint
+
+    try:  # a plugin's declarations, read defensively: this runs while reporting an error
+        name = str(getattr(backend, "name", ""))
+        flavour = getattr(backend, "torch_flavour", None)
+        hint = getattr(backend, "install_hint", "")
+    except Exception:
+        name, flavour, hint = "", None, ""
+    if name == "cpu":
+        flavour = "cpu"
+    if isinstance(flavour, str) and flavour in TORCH_INDEXES:
+        cmd = torch_install_hint(flavour)
+    elif isinstance(hint, str) and hint.strip():
+        cmd = hint.strip()
+    else:
+        cmd = "pip install torch"
+    if cmd.startswith("pip install "):  # the pip of the Python that must import torch
+        cmd = f"{shlex.quote(sys.executable)} -m {cmd}"
+    if host.torch is None:
+        return f"install torch: {cmd}"
+    # installed (its metadata is there) yet not importable: a broken or partial install
+    return f"reinstall torch, whose installed {host.torch.version} does not import: {cmd}" + (
+        " --force-reinstall" if cmd.endswith(tuple(TORCH_INDEXES.values())) else ""
+    )

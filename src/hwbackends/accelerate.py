@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ._record import frozen
 from ._target import resolve_target
 
 if TYPE_CHECKING:
@@ -127,7 +127,7 @@ def _available_reporters() -> list[str]:
     return [str(r) for r in found]
 
 
-@dataclass(frozen=True)
+@frozen
 class TrainingPlan:
     """``TrainingArguments`` keyword arguments with the reason for each."""
 

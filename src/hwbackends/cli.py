@@ -2,9 +2,10 @@
 ``launch-plan`` and ``smoke``.
 
 Exit codes: 0 the answer was given; 1 the answer is "no": ``plugins --check`` found a broken
-plugin, ``launch-plan`` found a problem, ``--confirm`` saw the runtime disagree; 2 bad input
-(one line on stderr naming the problem and the fix); 3 an internal error. Tracebacks appear
-only with ``HWBACKENDS_DEBUG=1``.
+plugin, ``launch-plan`` found a problem, ``--confirm`` saw the runtime disagree or could not
+ask it (the report then says "could not check", why, and the fix, e.g. installing torch); 2
+bad input (one line on stderr naming the problem and the fix); 3 an internal error.
+Tracebacks appear only with ``HWBACKENDS_DEBUG=1``.
 """
 
 from __future__ import annotations
@@ -242,15 +243,64 @@ def misspelled_variables(env: Mapping[str, str]) -> list[str]:
     return out
 
 
+def unknown_archs(report: SelectionReport) -> list[str]:
+    """Visible devices whose arch the chosen backend's tables do not describe (``sm_999`` in
+    a host file): its capability answers for them are guesses, which must not pass unsaid."""
+    from ._registry import get_from_report, plugin_call
+
+    backend = get_from_report(report)
+    method = getattr(backend, "known_archs", None)
+    if method is None:  # a backend written to the protocol alone keeps no such list
+        return []
+    known = plugin_call(report.chosen, "known_archs", method)
+    if not known:
+        return []
+    if not isinstance(known, (tuple, list)) or not all(isinstance(a, str) for a in known):
+        from ._errors import PluginError
+
+        raise PluginError(
+            f"the {report.chosen} backend is broken: known_archs() returned {type(known).__name__}",
+            "a tuple of architecture names, or None",
+            "update or uninstall the plugin",
+        )
+    by_arch: dict[str, list[str]] = {}
+    for d in report.devices:
+        if d.arch and d.arch not in known:
+            by_arch.setdefault(d.arch, []).append(
+                f"{d.torch_device} ({d.name})" if d.name else d.torch_device
+            )
+    origin = next((c.origin for c in report.candidates if c.name == report.chosen), "")
+    return [
+        f"{', '.join(devs)}: arch {arch!r} is not one the {report.chosen} backend knows "
+        f"(known: {', '.join(known)}); its answers about dtypes, attention and quantization on "
+        f"{'this device' if len(devs) == 1 else 'these devices'} are uncertain. Fix: correct "
+        f"the arch (in the host file, or the driver's report), or update {origin or 'the plugin'}"
+        for arch, devs in by_arch.items()
+    ]
+
+
 def _report(args: argparse.Namespace) -> SelectionReport:
     return _report_env(args)[0]
 
 
 def _report_env(args: argparse.Namespace) -> tuple[SelectionReport, dict[str, str]]:
+    from ._errors import BackendUnavailableError
     from ._registry import explain
 
     env, host = _inputs(args)
-    return explain(env=env, host=host), env
+    try:
+        return explain(env=env, host=host), env
+    except BackendUnavailableError as exc:
+        if not args.backend:
+            raise
+        # --backend travels as HWBACKENDS_BACKEND; the message names what the user typed
+        var = f"HWBACKENDS_BACKEND={args.backend.strip().lower()}"
+        opt = f"--backend {args.backend} was given"
+        raise BackendUnavailableError(
+            exc.what.replace(var, opt),
+            exc.expected,
+            (exc.fix or "").replace("unset HWBACKENDS_BACKEND", "drop --backend") or None,
+        ) from None
 
 
 def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]:
@@ -613,14 +663,15 @@ def render_capabilities(
     for q in caps.quantization:
         by_status.setdefault(q.status, []).append(q.method)
     if view.verbose:
-        for status in ("supported", "partial", "unsupported"):
+        for status in ("supported", "partial", "unsupported", "unknown"):
             if by_status.get(status):
                 lines += view.wrap(", ".join(by_status[status]), f"  quant {status:<11} ", " " * 20)
         for q in caps.quantization:
             if q.status == "partial":
                 lines += [st.dim(x) for x in view.wrap(f"{q.method}: {q.reason}", "      ")]
     elif caps.quantization:
-        # the exceptions by name, the supported methods by count (--verbose names them)
+        # the exceptions by name, the supported methods by count; --verbose names them and the
+        # unknown ones (an unknown arch is already a warning)
         parts = [f"supported {len(by_status['supported'])}"] if by_status.get("supported") else []
         parts += [
             f"{status} {', '.join(by_status[status])}"
@@ -700,6 +751,12 @@ def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[s
 
 
 def render_confirmation(conf: Any, st: _Style) -> list[str]:
+    if not getattr(conf, "checked", True):  # nothing disagreed: the runtime was not reached
+        fix = f" Fix: {conf.fix}" if conf.fix else ""
+        return [
+            st.bold("Runtime check")
+            + f"  {st.red('could not check')}: {conf.message} ({conf.seconds:.2f} s).{fix}"
+        ]
     mark = st.green("agrees") if conf.ok else st.red("DISAGREES")
     return [st.bold("Runtime check") + f"  {mark}: {conf.message} ({conf.seconds:.2f} s)"]
 
@@ -707,10 +764,12 @@ def render_confirmation(conf: Any, st: _Style) -> list[str]:
 def cmd_env(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
     extra = [
-        w for w in (*cut_short(report), *misspelled_variables(env)) if w not in report.warnings
+        w
+        for w in (*cut_short(report), *misspelled_variables(env), *unknown_archs(report))
+        if w not in report.warnings
     ]
     if extra:
-        from dataclasses import replace
+        from ._record import replace
 
         report = replace(report, warnings=(*report.warnings, *extra))
     settings = settings_for(report, env)
@@ -865,13 +924,31 @@ def cmd_pin(args: argparse.Namespace) -> int:
     # the indices are the ones `hwbackends devices` shows under this environment
     from ._errors import VisibilityError
     from ._registry import plugin_call
+    from .visibility._common import UNKNOWN_INDEX_FIX
 
-    assignment = plugin_call(
-        report.chosen,
-        "visibility_env",
-        lambda: backend.visibility_env(indices, host=report.host, env=env),
-        passthrough=(VisibilityError,),  # a selection the runtime cannot express: the user's
-    )
+    try:
+        assignment = plugin_call(
+            report.chosen,
+            "visibility_env",
+            lambda: backend.visibility_env(indices, host=report.host, env=env),
+            passthrough=(VisibilityError,),  # a selection the runtime cannot express: the user's
+        )
+    except VisibilityError as exc:
+        if exc.fix != UNKNOWN_INDEX_FIX:
+            raise
+        # the library's fix is Python advice; a command-line user lists indices with a command
+        same = " ".join(
+            [
+                *(["--host", shlex.quote(args.host)] if args.host else []),
+                *(f"--env {shlex.quote(e)}" for e in args.env or []),
+            ]
+        )
+        raise UsageError(
+            exc.what,
+            exc.expected,
+            f"run `hwbackends devices{' ' + same if same else ''}` to list the physical indices "
+            "and pick from them",
+        ) from None
     if not isinstance(assignment, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in assignment.items()
     ):
@@ -918,7 +995,24 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     env.update(parse_env_overrides(args.env or []))
     log = (lambda line: None) if args.json else emit
-    result = run_smoke(backend=args.backend, env=env, log=log)
+    if args.backend:
+        _check_backend_option(args.backend)
+    from ._errors import BackendUnavailableError
+    from ._target import DEFAULT_BACKEND_FIX
+
+    try:
+        result = run_smoke(backend=args.backend, env=env, log=log)
+    except BackendUnavailableError as exc:
+        if not args.backend:
+            raise
+        # the library's own fix names its Python argument; here the choice is an option
+        hint = "" if exc.fix in (None, DEFAULT_BACKEND_FIX) else f"{exc.fix.rstrip('.')}, or "
+        raise BackendUnavailableError(
+            f"--backend {args.backend}: {exc.what}",
+            exc.expected,
+            f"{hint}drop --backend to smoke-test the backend `hwbackends env` selects"
+            + ("" if hint else ", or remove that reason first"),
+        ) from None
     if args.json:
         emit(
             _json(

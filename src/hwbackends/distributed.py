@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ._errors import HwBackendsError
+from ._record import field, frozen
 from ._target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -117,7 +117,7 @@ def expand_hostlist(text: str) -> list[str]:
 # -- what the launcher says about this process -----------------------------------------------
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchInfo:
     """This process's place in a launch, read from the launcher's environment variables.
 
@@ -384,7 +384,7 @@ def init_process_group(
     return collective
 
 
-@dataclass(frozen=True)
+@frozen
 class RankPlan:
     """One process of a launch: its ranks, device and environment."""
 
@@ -404,7 +404,7 @@ class RankPlan:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class LaunchPlan:
     """A node's launch: the node-wide visibility, each rank, the commands and any problems."""
 

@@ -271,7 +271,7 @@ class BaseBackend:
     def own_host(self, host: Host) -> Host:
         """The host as this backend's runtime enumerates it: only ``host_devices()``, and
         only this backend's drivers. The visibility rule reads this view."""
-        from dataclasses import replace
+        from ._record import replace
 
         own = self.host_devices(host)
         drivers = {k: v for k, v in host.drivers.items() if k in self.driver_modules}
@@ -339,6 +339,13 @@ class BaseBackend:
     def arch_of(self, hd: HostDevice) -> str | None:
         """The architecture key of one host device (``sm_90``, ``gfx942``), or None."""
         return hd.arch
+
+    def known_archs(self) -> tuple[str, ...] | None:
+        """Every architecture key this backend's fact tables describe, or None (the default)
+        when it keeps no such list. ``hwbackends env`` warns about a device whose arch is not
+        among them: a typo in a host file, or hardware newer than the plugin, for which the
+        capability answers are uncertain."""
+        return None
 
     def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
         """Opt-in: run the real runtime in a subprocess and compare it with ``devices()``.

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._errors import QuantizationError, UnsupportedSettingError
+from ._record import frozen
 from ._target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ _DTYPE_ALIASES = {
 }
 
 
-@dataclass(frozen=True)
+@frozen
 class KernelsStatus:
     """Whether hub kernels (``use_kernels``, hub attention fallbacks) can work here."""
 
@@ -326,7 +326,7 @@ def _device_map(t: Target) -> tuple[str, str]:
     return dev.torch_device, "one visible device"
 
 
-@dataclass(frozen=True)
+@frozen
 class PretrainedPlan:
     """``from_pretrained`` keyword arguments with the reason for each and any warnings."""
 

@@ -7,11 +7,11 @@ for every rule is the project's page ``docs/reference/visibility.md`` (cited as 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Protocol
 
 from .._errors import VisibilityError
+from .._record import field, frozen, mutable
 
 # C's isspace() in the "C" locale: what strtoul/strtol skip and what std trims.
 C_SPACE = " \t\n\v\f\r"
@@ -54,7 +54,7 @@ class HostLike(Protocol):
     def cuda_fastest_first(self) -> Sequence[int] | None: ...
 
 
-@dataclass(frozen=True)
+@frozen
 class VisibleUnit:
     """One unit the process sees: logical index -> physical index (see each backend's docs).
 
@@ -79,7 +79,7 @@ class VisibleUnit:
         }
 
 
-@dataclass(frozen=True)
+@frozen
 class VisibilityReport:
     """How one backend's runtime resolves the visibility variables of one environment."""
 
@@ -159,7 +159,7 @@ class ModuleRule(VisibilityRule):
         return self._write(physical, host, env)
 
 
-@dataclass
+@mutable
 class Trace:
     """Collects what a reader did, then freezes it into a :class:`VisibilityReport`."""
 
@@ -367,6 +367,13 @@ def plain_uint(token: str) -> int | None:
     return int(token)
 
 
+#: The fix for an index the host lacks, worded for Python callers; the CLI (`hwbackends pin`)
+#: recognises it and gives its own command instead.
+UNKNOWN_INDEX_FIX = (
+    "list the host's units with hwbackends.visibility.explain_visibility(name, {}, host)"
+)
+
+
 def require_indices(
     backend: str, physical_indices: Sequence[int], limit: int, what: str
 ) -> list[int]:
@@ -389,7 +396,7 @@ def require_indices(
             raise VisibilityError(
                 f"physical index {p} for {backend} does not exist on this host",
                 f"{what} in 0..{limit - 1}" if limit else f"no index: the host has no {what}",
-                "list the host's units with explain_visibility(backend, {}, host)",
+                UNKNOWN_INDEX_FIX,
             )
         if p in seen:
             raise VisibilityError(

@@ -33,10 +33,10 @@ Rules (each tagged with its confidence in the spec):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .._errors import VisibilityError
+from .._record import frozen, mutable
 from ._common import (
     C_SPACE,
     DeviceLike,
@@ -58,7 +58,7 @@ UNSET: tuple[str, ...] = ()
 _UUIDS = ("GPU-", "MIG-")
 
 
-@dataclass(frozen=True)
+@frozen
 class _Unit:
     physical: int
     gpu: int  # device position
@@ -67,7 +67,7 @@ class _Unit:
     gi: int | None = None
 
 
-@dataclass
+@mutable
 class _Topo:
     gpus: list[DeviceLike]
     units: list[_Unit]  # indexed by physical index

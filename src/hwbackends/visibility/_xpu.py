@@ -43,9 +43,9 @@ filters but does not reorder: devices keep Level Zero order, a root before its s
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from .._errors import VisibilityError
+from .._record import frozen
 from ._common import (
     C_SPACE,
     DeviceLike,
@@ -76,13 +76,13 @@ _HIERARCHIES = ("FLAT", "COMPOSITE", "COMBINED")
 _BACKENDS = ("level_zero", "opencl", "cuda", "hip", "native_cpu", "*")
 
 
-@dataclass(frozen=True)
+@frozen
 class _Card:
     position: int  # among host.devices of the vendor
     tiles: int
 
 
-@dataclass(frozen=True)
+@frozen
 class _Root:
     """A Level Zero root device after the mask, and the tiles it holds (its sub-devices)."""
 
@@ -224,7 +224,7 @@ def _apply_mask(mask: str | None, hierarchy: str, cards: Sequence[_Card], t: Tra
     return roots
 
 
-@dataclass(frozen=True)
+@frozen
 class _Term:
     discard: bool
     backend: str

@@ -197,5 +197,8 @@ def test_smoke_failure_is_one_line_exit_2() -> None:
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     assert out.returncode == 2
-    assert out.stderr.startswith("hwbackends: error: the cuda backend is not available here: ")
+    assert out.stderr.startswith(
+        "hwbackends: error: --backend cuda: the cuda backend is not available here: "
+    )
+    assert "Fix: drop --backend" in out.stderr and "backend=None" not in out.stderr
     assert out.stderr.count("\n") == 1

@@ -100,6 +100,11 @@ class CudaBackend(BaseBackend):
             arch = row.arch if row else None
         return arch
 
+    def known_archs(self) -> tuple[str, ...]:
+        from ._arch import SM
+
+        return tuple(SM)
+
     def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
         """The runtime check, predicted from the host enriched by NVML (MIG instances,
         memory, compute capability): the user asked for the driver to be consulted."""
@@ -154,7 +159,8 @@ class CudaBackend(BaseBackend):
         if row is not None and row.fp8:
             dtypes += ["float8_e4m3fn", "float8_e5m2"]
         if row is None:
-            precision_src = "architecture unknown: fp16 runs on every CUDA GPU since Pascal"
+            known = f"{arch} is not in the architecture table" if arch else "unknown"
+            precision_src = f"architecture {known}: fp16 runs on every CUDA GPU since Pascal"
         else:
             precision_src = (
                 f"{row.arch} ({row.family}, compute capability {row.major_minor}): {row.source}"
@@ -181,7 +187,8 @@ class CudaBackend(BaseBackend):
             distributed_backend=self.distributed_backend,
             kernel_device="cuda",
             kernel_layers=kernel_layers("cuda", cap, tables),
-            quantization=quant_support(VERDICTS, arch),
+            # an arch missing from the table (sm_999) is unknown, not older than every row
+            quantization=quant_support(VERDICTS, arch if row is not None else None),
             device_map_auto=True,
             limitations=tuple(limits),
             sources={

@@ -12,24 +12,17 @@ Nothing here imports torch, transformers or a vendor SDK; it reads the ``Host`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, ClassVar
-
-from ._facts import QUANT_METHODS, release, torch_build_problem, version_in_range
-from ._protocol import (
-    AttentionOption,
-    Capabilities,
-    Device,
-    Limitation,
-    Precision,
-    Probe,
-    QuantSupport,
-)
+from ._protocol import AttentionOption, Capabilities, Limitation, Probe, QuantSupport
 from ._record import field, frozen, replace
 from .plugin import BaseBackend, common_attention
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import ClassVar
+
     from ._host import Host, HostDevice
+    from ._protocol import Device, Precision
 
 __all__ = [
     "AcceleratorBackend",
@@ -50,6 +43,8 @@ HF = "docs/reference/hf-integration.md"
 
 def major_minor(version: str | None) -> tuple[int, int] | None:
     """``(major, minor)`` of a version string, or None when it has no such prefix."""
+    from ._versions import release
+
     nums = release(version)
     return (nums[0], nums[1]) if len(nums) >= 2 else None
 
@@ -100,6 +95,8 @@ class Stack:
 
     def problem(self, host: Host, archs: frozenset[str]) -> str | None:
         """Why this stack cannot run here, or None when it can."""
+        from ._versions import torch_build_problem, version_in_range
+
         for pkg in self.packages:
             if host.package(pkg) is None:
                 return f"the {pkg} package is not installed"
@@ -174,6 +171,8 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
     depends on its packages and on facts the gate does not know, so it stays "unknown"
     unless the plugin says more. GGUF never rejects but dequantizes: "partial".
     """
+    from ._facts import QUANT_METHODS
+
     out: list[QuantSupport] = []
     for method, devices in _DEVICE_GATES.items():
         q = QUANT_METHODS[method]
@@ -186,6 +185,15 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
 
 
 # -- the shared backend --------------------------------------------------------------------
+
+
+class _KnownIds:
+    """``pci_device_ids`` of a backend with ``only_known_ids``: its PCI table's keys."""
+
+    def __get__(self, obj: object, owner: type) -> tuple[int, ...]:
+        ids = tuple(sorted(int(k, 16) for k in owner.pci_models))  # type: ignore[attr-defined]
+        type.__setattr__(owner, "pci_device_ids", ids)
+        return ids
 
 
 @frozen
@@ -213,6 +221,9 @@ class AcceleratorBackend(BaseBackend):
     pci_models: ClassVar[Mapping[str, PciModel]] = {}
     only_known_ids: ClassVar[bool] = False
     stacks: ClassVar[tuple[Stack, ...]] = ()
+    # Distributions of which at least one must be installed for any stack to run, where the
+    # stacks are alternatives (torch-tpu or torch-xla); empty: ``packages`` are all required.
+    software_packages: ClassVar[tuple[str, ...]] = ()
     hardware_hint: ClassVar[str] = ""
     arch_facts: ClassVar[Mapping[str, ArchFacts]] = {}
     default_facts: ClassVar[ArchFacts] = ArchFacts(
@@ -226,7 +237,9 @@ class AcceleratorBackend(BaseBackend):
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
         if cls.only_known_ids and "pci_device_ids" not in cls.__dict__:
-            cls.pci_device_ids = tuple(sorted(int(k, 16) for k in cls.pci_models))
+            # computed when the machine reader first meets the vendor's id: a declared fact
+            # table (``lazy``) stays unimported on machines without that vendor's hardware
+            cls.pci_device_ids = _KnownIds()  # type: ignore[assignment]
 
     # -- hardware ----------------------------------------------------------------------------
 
@@ -262,6 +275,17 @@ class AcceleratorBackend(BaseBackend):
 
     # -- software ----------------------------------------------------------------------------
 
+    def software_without_hardware(self, host: Host) -> str | None:
+        """Why the software is not ready, judged from declarations alone (no hardware here,
+        so the stacks and their fact modules stay unloaded): one of ``software_packages``
+        when declared (alternatives), else every ``packages`` and the ``torch_flavour``."""
+        anyof = self.software_packages
+        if anyof:
+            if any(host.package(p) is not None for p in anyof):
+                return None
+            return f"the {anyof[0]} package is not installed"
+        return BaseBackend.software_problem(self, host)
+
     def extra_problem(self, host: Host) -> str | None:
         """A hardware-specific reason the software cannot run (override where needed)."""
         return None
@@ -290,6 +314,14 @@ class AcceleratorBackend(BaseBackend):
         return f.stack if f.problem is None else None
 
     def probe(self, host: Host) -> Probe:
+        if not self.hardware_evidence(host):
+            # Nothing of this hardware here: the stacks (and the fact modules that declare
+            # them) are not consulted; the declared packages say whether software is ready.
+            problem = self.software_without_hardware(host)
+            why = f"no {self.display_name} hardware found"
+            if problem:
+                why += f" (and {problem})"
+            return Probe(self.name, False, problem is None, why, self.hardware_hint or None, ())
         f = self.find(host)
         ready = f.stack is not None and f.problem is None
         sw = f"{f.stack.label}" if f.stack is not None else ""

@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
 
 from ._entry_points import parse_entry_points
 from ._host import iter_dist_infos
 from ._record import field, frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
 
 __all__ = [
     "GROUP",

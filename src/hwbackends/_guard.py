@@ -25,7 +25,6 @@ This module imports only builtins, so the selection path stays cheap.
 from __future__ import annotations
 
 import _thread
-import contextlib
 import os
 import sys
 
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     _Writes = dict[str, list[str | None]]
     # (failed, the value or the exception, its traceback, the env writes of the call)
     _Outcome = tuple[bool, Any, str | None, _Writes]
+
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -137,8 +137,10 @@ def _install_hook() -> None:
     global _hook_installed
     _hook_installed = True
     # another hook may veto adding hooks: then writes go undetected, nothing else changes
-    with contextlib.suppress(Exception):
+    try:  # noqa: SIM105 - contextlib is not imported on the selection path
         sys.addaudithook(_audit)
+    except Exception:
+        pass
 
 
 def _undo(writes: _Writes) -> list[str]:

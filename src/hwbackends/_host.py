@@ -10,13 +10,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any, TypeVar
+from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
 from ._errors import HostFileError
 from ._record import field, frozen
 
-_R = TypeVar("_R")
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from typing import Any, TypeVar
+
+    _R = TypeVar("_R")
+
 
 __all__ = ["CpuInfo", "Host", "HostDevice", "TorchBuild", "normalize_dist_name"]
 

@@ -6,14 +6,21 @@ and the docs all show the same facts.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, runtime_checkable
+from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
 from ._record import field, frozen
 from ._version import API_VERSION
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._host import Host
+    from typing import Any, Literal
+
+    from ._backend import Backend
+
+    _T = Any
+    Precision = Literal["bf16", "fp16", "fp32"]
+    SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
+
 
 __all__ = [
     "API_VERSION",
@@ -25,10 +32,6 @@ __all__ = [
     "Probe",
     "QuantSupport",
 ]
-
-
-Precision = Literal["bf16", "fp16", "fp32"]
-SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
 
 
 @frozen
@@ -218,36 +221,6 @@ class Capabilities:
         }
 
 
-@runtime_checkable
-class Backend(Protocol):
-    """A hardware family. Plugins usually subclass ``hwbackends.plugin.BaseBackend``.
-
-    Rules: ``probe`` never raises and never initialises a device runtime (files only);
-    importing the module that defines a backend imports no vendor SDK and changes nothing.
-    """
-
-    name: ClassVar[str]
-    device_type: ClassVar[str]
-    api_version: ClassVar[int]
-    priority: ClassVar[int]
-
-    def probe(self, host: Host) -> Probe: ...
-
-    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]: ...
-
-    def capabilities(
-        self, device: Device | None = None, *, host: Host | None = None
-    ) -> Capabilities: ...
-
-    def visibility_env(
-        self,
-        physical_indices: Sequence[int],
-        *,
-        host: Host | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> dict[str, str]: ...
-
-
 # -- checking what a plugin returns ----------------------------------------------------------
 # A plugin's value is copied field by field into a fresh instance after each field's type is
 # checked: the copy cannot change later (a property that raises or changes type on a second
@@ -353,7 +326,6 @@ _SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
 }
 
 _ELEMENTS = {"attention": AttentionOption, "quantization": QuantSupport, "limitations": Limitation}
-_T = Any
 
 
 def checked(value: object, cls: type[_T], what: str) -> _T:
@@ -386,3 +358,18 @@ def checked(value: object, cls: type[_T], what: str) -> _T:
             f"{what} returned a {cls.__name__} with mistyped field(s): {'; '.join(bad)}"
         )
     return cls(**fields)
+
+
+def __getattr__(name: str) -> object:
+    # typing-heavy names load on first use: the selection path never needs them
+    if name == "Backend":
+        from ._backend import Backend
+
+        return Backend
+    if name in ("Precision", "SupportLevel"):
+        from typing import Literal
+
+        if name == "Precision":
+            return Literal["bf16", "fp16", "fp32"]
+        return Literal["supported", "partial", "unsupported", "unknown"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

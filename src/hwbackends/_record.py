@@ -30,9 +30,18 @@ if TYPE_CHECKING:
 
     _C = TypeVar("_C", bound=type)
 
+
 __all__ = ["field", "frozen", "mutable", "replace"]
 
-_MISSING: Any = object()
+
+class _Missing:
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # stable in signatures and generated docs
+        return "MISSING"
+
+
+_MISSING: Any = _Missing()
 
 
 class _Field:

@@ -9,18 +9,27 @@ edits ``os.environ``: each is recorded as a broken ``BackendStatus`` and skipped
 from __future__ import annotations
 
 import _thread
-import contextlib
 import os
+import sys
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal, TypeVar
 
 from ._discovery import EntryPointSpec, discover
 from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
 from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, timeout_from
 from ._host import Host
-from ._protocol import API_VERSION, Backend, Device, Probe, checked
+from ._protocol import API_VERSION, Device, Probe, checked
 from ._record import frozen, mutable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from typing import Any, Literal, TypeVar
+
+    from ._protocol import Backend
+
+    State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
+    _T = TypeVar("_T")
+
 
 __all__ = [
     "BackendStatus",
@@ -33,8 +42,6 @@ __all__ = [
     "reset",
 ]
 
-State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
-_T = TypeVar("_T")
 
 #: The library's own variables, read from the environment given (or os.environ).
 SETTINGS_VARS = (
@@ -358,10 +365,9 @@ def _inspect(inst: object, expected_name: str) -> _Meta:
 
 
 def _load(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, _Meta]:
-    import importlib
-
     def do_import() -> Any:
-        obj: Any = importlib.import_module(spec.module)
+        __import__(spec.module)  # importlib itself is not needed for one import
+        obj: Any = sys.modules[spec.module]
         for part in spec.attr.split(".") if spec.attr else ():
             obj = getattr(obj, part)
         return obj
@@ -1009,8 +1015,10 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     names: set[str] = set()
     paths: set[str] = set()
     for b in installed_backends():
-        with contextlib.suppress(Exception):  # a broken declaration: selection reports it
+        try:  # noqa: SIM105 - contextlib is not imported on the selection path
             names.update(v for v in rule_of(b).variables if isinstance(v, str))
+        except Exception:  # a broken declaration: selection reports it
+            pass
         for p in getattr(b, "watch_paths", ()) or ():
             if isinstance(p, str) and not p.startswith("/") and ".." not in p.split("/"):
                 paths.add(p)

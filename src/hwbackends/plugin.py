@@ -20,7 +20,7 @@ from ._version import API_VERSION
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import ClassVar
+    from typing import Any, ClassVar
 
     from ._confirm import Confirmation
     from ._host import Host, HostDevice
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         Probe,
         QuantSupport,
     )
+    from ._record import field, frozen, replace
     from .visibility import VisibilityReport, VisibilityRule
 
 __all__ = [
@@ -44,9 +45,13 @@ __all__ = [
     "Probe",
     "QuantSupport",
     "common_attention",
+    "field",
+    "frozen",
+    "lazy",
     "list_dir",
     "match_node",
     "read_text",
+    "replace",
 ]
 
 SDPA_SOURCE = (
@@ -63,7 +68,48 @@ def __getattr__(name: str) -> object:
         value = getattr(_protocol, name)
         globals()[name] = value
         return value
+    if name in ("field", "frozen", "replace"):
+        # frozen typed records for a plugin's own fact tables, with no dataclasses import
+        from . import _record
+
+        value = getattr(_record, name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'hwbackends.plugin' has no attribute {name!r}")
+
+
+_UNSET: Any = object()
+
+
+class _Lazy:
+    """A class attribute read from ``module.name`` on first access (see :func:`lazy`)."""
+
+    __slots__ = ("_module", "_name", "_value")
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module, self._name, self._value = module, name, _UNSET
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        value = self._value
+        if value is _UNSET:
+            import sys
+
+            __import__(self._module)
+            value = self._value = getattr(sys.modules[self._module], self._name)
+        return value
+
+    def __repr__(self) -> str:
+        return f"lazy({self._module!r}, {self._name!r})"
+
+
+def lazy(module: str, name: str) -> Any:
+    """Declare a class attribute whose value lives in a fact module, imported on first use.
+
+    ``pci_models = lazy("hwbackends_acme._facts", "PCI_MODELS")`` keeps the fact tables out
+    of ``hwbackends.current()`` on machines that have none of the vendor's hardware: the
+    probe reads only what it needs, and a table is imported the first time it is read.
+    """
+    return _Lazy(module, name)
 
 
 def common_attention() -> tuple[AttentionOption, ...]:

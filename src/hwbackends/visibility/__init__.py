@@ -25,11 +25,10 @@ apply :func:`visibility_env`'s assignments (they win where a name is in both)::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
 from .._errors import VisibilityError
-from ._common import DeviceLike, HostLike, Trace, VisibilityReport, VisibilityRule, VisibleUnit
+from ._common import Trace, VisibilityReport, VisibilityRule, VisibleUnit
 from ._simple import AllVisible, IndexList, NoDevices, SingleDevice
 
 __all__ = [
@@ -70,29 +69,38 @@ _KIND_MODULES = {
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
     from ._cuda import CudaDevices
     from ._hpu import GaudiModules
+    from ._likes import DeviceLike, HostLike
     from ._neuron import NeuronCores
     from ._npu import AscendDevices
     from ._rocm import RocmDevices
     from ._tpu import TpuChips
     from ._xpu import LevelZeroDevices
 
+    #: What the functions below accept as ``backend``: an installed backend's name, a backend
+    #: object (anything with a ``visibility`` rule, e.g. a ``BaseBackend``), or a rule itself.
+    BackendRef = Any
+
 
 def __getattr__(name: str) -> object:
+    if name in ("DeviceLike", "HostLike"):  # typing.Protocol classes: loaded on first use
+        from . import _likes
+
+        return getattr(_likes, name)
     mod = _KIND_MODULES.get(name)
     if mod is None:
         raise AttributeError(f"module 'hwbackends.visibility' has no attribute {name!r}")
-    import importlib
+    import sys
 
-    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    full = f"{__name__}.{mod}"
+    __import__(full)  # importlib itself costs more than this one import
+    value = getattr(sys.modules[full], name)
     globals()[name] = value
     return value
-
-
-#: What the functions below accept as ``backend``: an installed backend's name, a backend
-#: object (anything with a ``visibility`` rule, e.g. a ``BaseBackend``), or a rule itself.
-BackendRef = Any
 
 
 def _resolve(backend: BackendRef, host: HostLike | None) -> tuple[str, VisibilityRule, Any]:

@@ -6,12 +6,19 @@ for every rule is the project's page ``docs/reference/visibility.md`` (cited as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from _collections_abc import Sequence  # collections.abc's classes, without importing collections
 from types import MappingProxyType
-from typing import Any, Protocol
 
 from .._errors import VisibilityError
 from .._record import field, frozen, mutable
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+    from ._likes import DeviceLike as DeviceLike
+    from ._likes import HostLike as HostLike
 
 # C's isspace() in the "C" locale: what strtoul/strtol skip and what std trims.
 C_SPACE = " \t\n\v\f\r"
@@ -22,36 +29,6 @@ MAX_DIGITS = 18
 HUGE: int = 10**MAX_DIGITS
 # How many per-entry lines a report lists before it summarises the rest.
 MAX_ENTRY_STEPS = 64
-
-
-class DeviceLike(Protocol):
-    """What the engine reads from one device (``hwbackends._host.HostDevice`` fits)."""
-
-    @property
-    def vendor(self) -> str: ...
-    @property
-    def uuid(self) -> str | None: ...
-    @property
-    def pci_bus_id(self) -> str | None: ...
-    @property
-    def name(self) -> str | None: ...
-    @property
-    def arch(self) -> str | None: ...
-    @property
-    def extra(self) -> Mapping[str, Any]: ...
-
-
-class HostLike(Protocol):
-    """What the engine reads from a host (``hwbackends._host.Host`` fits).
-
-    An optional ``drivers`` mapping (kernel module -> version) is used when present, through
-    ``getattr``, by rules whose semantics depend on the driver generation.
-    """
-
-    @property
-    def devices(self) -> Sequence[DeviceLike]: ...
-    @property
-    def cuda_fastest_first(self) -> Sequence[int] | None: ...
 
 
 @frozen
@@ -421,3 +398,12 @@ def require_ascending(backend: str, indices: Sequence[int], why: str) -> None:
 def differ(devices: Sequence[DeviceLike]) -> bool:
     """Whether the devices are not all the same model (name and arch)."""
     return len({(d.name, d.arch) for d in devices}) > 1
+
+
+def __getattr__(name: str) -> object:
+    # the typing.Protocol classes load on first use (typing stays off the selection path)
+    if name in ("DeviceLike", "HostLike"):
+        from . import _likes
+
+        return getattr(_likes, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

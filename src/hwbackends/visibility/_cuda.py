@@ -32,15 +32,15 @@ Rules (each tagged with its confidence in the spec):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from _collections_abc import (  # collections.abc's classes, without importing collections
+    Mapping,
+    Sequence,
+)
 
 from .._errors import VisibilityError
 from .._record import frozen, mutable
 from ._common import (
     C_SPACE,
-    DeviceLike,
-    HostLike,
     Trace,
     VisibilityRule,
     VisibleUnit,
@@ -51,6 +51,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._likes import DeviceLike, HostLike
 
 VENDOR = "GPU"
 VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")

@@ -16,12 +16,9 @@ indices, applied when the container starts) and is not read by the process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -32,6 +29,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import HostLike
 
 VENDOR = "Gaudi"
 VARIABLES = ("HABANA_VISIBLE_MODULES",)

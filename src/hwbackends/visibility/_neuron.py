@@ -30,13 +30,9 @@ Rules:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    DeviceLike,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -48,6 +44,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import DeviceLike, HostLike
 
 VENDOR = "Neuron"
 VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_LOGICAL_NC_CONFIG")

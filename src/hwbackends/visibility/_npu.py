@@ -27,12 +27,9 @@ container start) and is not read by the process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from ._common import (
     ASCII_DIGITS,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -43,6 +40,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import HostLike
 
 VENDOR = "Ascend"
 VARIABLES = ("ASCEND_RT_VISIBLE_DEVICES",)

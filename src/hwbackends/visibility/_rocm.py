@@ -28,11 +28,8 @@ a warning is given when it is set).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from ._common import (
     C_SPACE,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -44,6 +41,12 @@ from ._common import (
     units_from,
 )
 from ._cuda import torch_count_list, torch_parse
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import HostLike
 
 VENDOR = "GPU"
 VARIABLES = (

@@ -18,11 +18,8 @@ in host order, so only the whole list can be selected. ``NoDevices()``: no accel
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from ._common import (
-    HostLike,
     Trace,
     VisibilityRule,
     VisibleUnit,
@@ -32,6 +29,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import HostLike
 
 
 class IndexList(VisibilityRule):

@@ -23,12 +23,9 @@ There is no public libtpu specification; the reference is a JAX maintainer's gis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -39,6 +36,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import HostLike
 
 VENDOR = "TPU"
 VARIABLES = (

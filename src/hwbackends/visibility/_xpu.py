@@ -42,14 +42,10 @@ filters but does not reorder: devices keep Level Zero order, a root before its s
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 from .._errors import VisibilityError
 from .._record import frozen
 from ._common import (
     C_SPACE,
-    DeviceLike,
-    HostLike,
     ModuleRule,
     Trace,
     VisibleUnit,
@@ -62,6 +58,12 @@ from ._common import (
     show,
     units_from,
 )
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from ._likes import DeviceLike, HostLike
 
 VENDOR = "Intel GPU"
 VARIABLES = (

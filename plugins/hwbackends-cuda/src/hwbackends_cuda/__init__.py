@@ -8,27 +8,25 @@ do ``devices()`` and selection. NVML is asked only by ``confirm()``, the opt-in 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
-
-from hwbackends.facts import (
-    USE_KERNELS_ADVICE,
-    flash_attention_options,
-    kernel_layers,
-    kernels_state,
-    quant_support,
-    torch_install_hint,
-    transformers_tables,
+from hwbackends.plugin import (
+    BaseBackend,
+    Capabilities,
+    Device,
+    Limitation,
+    common_attention,
+    lazy,
+    replace,
 )
-from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
 from hwbackends.visibility import CudaDevices
 
-from . import _arch, _nvml, _probe, _system
-from ._attention import FLASH
-from ._quant import VERDICTS
-
+# A declaration module: the fact tables (_arch, _attention, _quant), the driver readers
+# (_system, _nvml) and the probe's rules (_probe) are imported by the methods that use them,
+# so a machine without NVIDIA hardware never loads them.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import ClassVar
+
     from hwbackends import Host, HostDevice, Probe
     from hwbackends.facts import Confirmation
 
@@ -66,7 +64,7 @@ class CudaBackend(BaseBackend):
     driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
     watch_paths: ClassVar[tuple[str, ...]] = ("proc/driver/nvidia/version",)
     torch_flavour: ClassVar[str | None] = "cuda"
-    install_hint: ClassVar[str] = torch_install_hint("cuda")
+    install_hint: ClassVar[str] = lazy("hwbackends_cuda._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
     visibility = CudaDevices(driver_module="nvidia")
 
@@ -75,9 +73,15 @@ class CudaBackend(BaseBackend):
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
+        if not found:
+            return found
+        from . import _system
+
         return _system.enrich(root, found)
 
     def read_drivers(self, root: str) -> dict[str, str]:
+        from . import _system
+
         out = super().read_drivers(root)
         version = _system.driver_version(root)
         if version is not None:
@@ -87,6 +91,8 @@ class CudaBackend(BaseBackend):
     # -- probe -------------------------------------------------------------------------------
 
     def probe(self, host: Host) -> Probe:
+        from . import _probe
+
         archs = [self.arch_of(d) for d in self.host_devices(host)]
         return _probe.probe(self.name, host, archs)
 
@@ -94,6 +100,8 @@ class CudaBackend(BaseBackend):
 
     def arch_of(self, hd: HostDevice) -> str | None:
         """The host's arch (any spelling), else NVML's, else the model-name table's."""
+        from . import _arch
+
         arch = _arch.normalise(hd.arch)
         if arch is None:
             row = _arch.arch_for_name(hd.name)
@@ -108,6 +116,8 @@ class CudaBackend(BaseBackend):
     def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
         """The runtime check, predicted from the host enriched by NVML (MIG instances,
         memory, compute capability): the user asked for the driver to be consulted."""
+        from . import _nvml
+
         return super().confirm(_nvml.enrich(host), env, timeout=timeout)
 
     def make_device(
@@ -137,6 +147,19 @@ class CudaBackend(BaseBackend):
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        from hwbackends.facts import (
+            USE_KERNELS_ADVICE,
+            flash_attention_options,
+            kernel_layers,
+            kernels_state,
+            quant_support,
+            transformers_tables,
+        )
+
+        from . import _arch
+        from ._attention import FLASH
+        from ._quant import VERDICTS
+
         arch = device.arch if device is not None else None
         if device is None and host is not None:
             own = self.host_devices(host)

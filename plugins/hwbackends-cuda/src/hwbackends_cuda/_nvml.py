@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from dataclasses import replace
 from typing import TYPE_CHECKING, Any
+
+from hwbackends.plugin import replace
 
 if TYPE_CHECKING:
     from hwbackends import Host, HostDevice

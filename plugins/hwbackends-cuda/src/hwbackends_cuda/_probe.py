@@ -7,24 +7,26 @@ named too, so the report explains a hybrid laptop or a wrong wheel without a sec
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
-
 from hwbackends.facts import (
     TORCH_INDEXES,
     describes_drivers,
     release,
     torch_build_problem,
+    torch_install_hint,
     version_in_range,
 )
 from hwbackends.plugin import Probe
 
-from ._arch import SM
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from hwbackends import Host
 
-__all__ = ["DRIVER_MIN", "probe"]
+__all__ = ["DRIVER_MIN", "INSTALL_HINT", "probe"]
+
+#: The command that installs a CUDA build of torch (the backend's ``install_hint``).
+INSTALL_HINT = torch_install_hint("cuda")
 
 #: CUDA major -> the oldest Linux driver that runs it (minor-version compatibility). Source:
 #: CUDA Toolkit release notes, table "CUDA Toolkit and Minimum Required Driver Version for
@@ -49,6 +51,8 @@ def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str]
     """Problems (every GPU affected) and notes (some) from torch's CUDA version vs the archs."""
     if not cuda or not archs:
         return [], []
+    from ._arch import SM  # the architecture table: only where there are GPUs to judge
+
     cv = release(cuda)
     bad: dict[str, str] = {}
     for arch in archs:

@@ -7,12 +7,13 @@ from HABANA_VISIBLE_MODULES.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import lazy
 from hwbackends.visibility import GaudiModules
 
-from . import _facts
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["HpuBackend"]
 __version__ = "0.1.0"
@@ -29,8 +30,8 @@ class HpuBackend(AcceleratorBackend):
     device_nodes: ClassVar[tuple[str, ...]] = ("hl{n}",)
     driver_modules: ClassVar[tuple[str, ...]] = ("habanalabs",)
     visibility = GaudiModules()
-    pci_models = _facts.PCI_MODELS
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    pci_models = lazy("hwbackends_hpu._facts", "PCI_MODELS")
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_hpu._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("habana-torch-plugin",)
     distributed_backend: ClassVar[str] = "hccl"
     install_hint: ClassVar[str] = (
@@ -42,6 +43,6 @@ class HpuBackend(AcceleratorBackend):
         "no Gaudi device is visible: check `hl-smi`, the habanalabs driver, and that the "
         "container runtime exposes the modules (HABANA_VISIBLE_DEVICES)"
     )
-    arch_facts = _facts.ARCH_FACTS
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    limitations = _facts.LIMITATIONS
+    arch_facts = lazy("hwbackends_hpu._facts", "ARCH_FACTS")
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_hpu._facts", "DEFAULT_FACTS")
+    limitations = lazy("hwbackends_hpu._facts", "LIMITATIONS")

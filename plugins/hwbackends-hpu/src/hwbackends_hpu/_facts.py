@@ -83,3 +83,6 @@ LIMITATIONS = (
         "docs.habana.ai Orchestration/Multiple_Tenants_on_HPU (docs/reference/visibility.md §5)",
     ),
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (STACK,)

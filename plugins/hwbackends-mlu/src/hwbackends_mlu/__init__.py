@@ -7,13 +7,13 @@ MLU_VISIBLE_DEVICES.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
-from hwbackends.plugin import AttentionOption
+from hwbackends.plugin import AttentionOption, lazy
 from hwbackends.visibility import IndexList
 
-from . import _facts
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["MluBackend"]
 __version__ = "0.1.0"
@@ -35,7 +35,7 @@ class MluBackend(AcceleratorBackend):
         empty_means_none=False,
         source="no vendor specification; inferred from vendor examples",
     )
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_mlu._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch-mlu",)
     distributed_backend: ClassVar[str] = "cncl"
     install_hint: ClassVar[str] = (
@@ -46,6 +46,6 @@ class MluBackend(AcceleratorBackend):
         "no Cambricon MLU is visible: check `cnmon`, the cambricon driver, and that "
         "/dev/cambricon_dev* are mounted in the container"
     )
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
-    limitations = _facts.LIMITATIONS
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_mlu._facts", "DEFAULT_FACTS")
+    attention: ClassVar[tuple[AttentionOption, ...]] = lazy("hwbackends_mlu._facts", "ATTENTION")
+    limitations = lazy("hwbackends_mlu._facts", "LIMITATIONS")

@@ -7,15 +7,14 @@ and no visibility variable.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
-from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack, version_in_range
-from hwbackends.plugin import AttentionOption
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import AttentionOption, lazy
 from hwbackends.visibility import SingleDevice
 
-from . import _facts
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from hwbackends import Host, HostDevice
 
 __all__ = ["MpsBackend"]
@@ -42,14 +41,14 @@ class MpsBackend(AcceleratorBackend):
         why=" for MPS",
         label="mps",
     )
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_mps._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch",)
     distributed_backend: ClassVar[str] = "gloo"
     install_hint: ClassVar[str] = "pip install torch (the macOS arm64 wheel includes MPS)"
     hardware_hint: ClassVar[str] = "MPS needs macOS on an Apple Silicon (arm64) Mac"
-    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
-    quantization = _facts.QUANTIZATION
-    limitations = _facts.LIMITATIONS
+    attention: ClassVar[tuple[AttentionOption, ...]] = lazy("hwbackends_mps._facts", "ATTENTION")
+    quantization = lazy("hwbackends_mps._facts", "QUANTIZATION")
+    limitations = lazy("hwbackends_mps._facts", "LIMITATIONS")
 
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
@@ -70,12 +69,20 @@ class MpsBackend(AcceleratorBackend):
         return (*found, gpu)
 
     def extra_problem(self, host: Host) -> str | None:
+        from hwbackends.facts import version_in_range
+
+        from . import _facts
+
         mac = macos_version(host)
         if mac is not None and version_in_range(mac, _facts.MIN_MACOS) is False:
             return f"MPS needs macOS >= {_facts.MIN_MACOS}, this Mac runs macOS {mac}"
         return None
 
     def facts_for(self, arch: str | None, host: Host | None) -> ArchFacts:
+        from hwbackends.facts import version_in_range
+
+        from . import _facts
+
         mac = macos_version(host) if host is not None else None
         if mac is None:
             return _facts.UNKNOWN_MACOS

@@ -115,3 +115,6 @@ LIMITATIONS = (
         "hwbackends _host.py: the apple device is added on Darwin/arm64",
     ),
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (STACK,)

@@ -6,13 +6,13 @@ are resolved by ``hwbackends.visibility`` from MUSA_VISIBLE_DEVICES.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
-from hwbackends.plugin import AttentionOption
+from hwbackends.plugin import AttentionOption, lazy
 from hwbackends.visibility import IndexList
 
-from . import _facts
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["MusaBackend"]
 __version__ = "0.1.0"
@@ -33,7 +33,7 @@ class MusaBackend(AcceleratorBackend):
         empty_means_none=False,
         source="no vendor specification; inferred from vendor examples",
     )
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_musa._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch-musa",)
     distributed_backend: ClassVar[str] = "mccl"
     install_hint: ClassVar[str] = (
@@ -44,6 +44,6 @@ class MusaBackend(AcceleratorBackend):
         "no Moore Threads GPU is visible: check `mthreads-gmi`, the mtgpu driver, and that "
         "the container runtime exposes the GPUs"
     )
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
-    limitations = _facts.LIMITATIONS
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_musa._facts", "DEFAULT_FACTS")
+    attention: ClassVar[tuple[AttentionOption, ...]] = lazy("hwbackends_musa._facts", "ATTENTION")
+    limitations = lazy("hwbackends_musa._facts", "LIMITATIONS")

@@ -60,3 +60,6 @@ LIMITATIONS = (
         "docs/reference/visibility.md §8 (inferred)",
     ),
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (STACK,)

@@ -9,12 +9,13 @@ NEURON_RT_VISIBLE_CORES, NEURON_RT_NUM_CORES and NEURON_LOGICAL_NC_CONFIG.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import lazy
 from hwbackends.visibility import NeuronCores
 
-from . import _facts
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["NeuronBackend"]
 __version__ = "0.1.0"
@@ -31,12 +32,12 @@ class NeuronBackend(AcceleratorBackend):
     device_nodes: ClassVar[tuple[str, ...]] = ("neuron{n}",)
     driver_modules: ClassVar[tuple[str, ...]] = ("neuron",)
     visibility = NeuronCores()
-    pci_models = _facts.PCI_MODELS
+    pci_models = lazy("hwbackends_neuron._facts", "PCI_MODELS")
     # Amazon's vendor id also covers the EC2 VGA function, ENA and NVMe: only the Neuron
     # driver's device ids count.
     only_known_ids: ClassVar[bool] = True
     # XLA first: where torch-xla is installed next to torch-neuronx, that stack is in use.
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.XLA_STACK, _facts.NATIVE_STACK)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_neuron._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch-neuronx",)
     distributed_backend: ClassVar[str] = "neuron"
     install_hint: ClassVar[str] = (
@@ -49,6 +50,6 @@ class NeuronBackend(AcceleratorBackend):
         "no Neuron device is visible: run on a trn1/trn2/trn3/inf2 instance, check "
         "`neuron-ls` and the aws-neuronx-dkms driver, and pass /dev/neuron* to the container"
     )
-    arch_facts = _facts.ARCH_FACTS
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    limitations = _facts.LIMITATIONS
+    arch_facts = lazy("hwbackends_neuron._facts", "ARCH_FACTS")
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_neuron._facts", "DEFAULT_FACTS")
+    limitations = lazy("hwbackends_neuron._facts", "LIMITATIONS")

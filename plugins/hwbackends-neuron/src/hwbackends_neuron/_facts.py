@@ -100,3 +100,6 @@ LIMITATIONS = (
         "docs/reference/visibility.md §3",
     ),
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (XLA_STACK, NATIVE_STACK)

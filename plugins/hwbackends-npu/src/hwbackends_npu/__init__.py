@@ -7,15 +7,14 @@ torch-npu installed for the installed torch. Devices are resolved by
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
-from hwbackends.plugin import AttentionOption, Capabilities, Device
+from hwbackends.plugin import AttentionOption, Capabilities, Device, lazy, replace
 from hwbackends.visibility import AscendDevices
 
-from . import _facts
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from hwbackends import Host
 
 __all__ = ["NpuBackend"]
@@ -33,11 +32,11 @@ class NpuBackend(AcceleratorBackend):
     device_nodes: ClassVar[tuple[str, ...]] = ("davinci{n}",)
     driver_modules: ClassVar[tuple[str, ...]] = ("drv_pcie_host",)
     visibility = AscendDevices()
-    pci_models = _facts.PCI_MODELS
+    pci_models = lazy("hwbackends_npu._facts", "PCI_MODELS")
     # Huawei's vendor id also covers HiSilicon NICs, SAS, ZIP/SEC/HPRE engines and DMA on
     # Kunpeng hosts (some in the accelerator class): only Ascend ids count.
     only_known_ids: ClassVar[bool] = True
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_npu._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch-npu",)
     distributed_backend: ClassVar[str] = "hccl"
     install_hint: ClassVar[str] = (
@@ -48,19 +47,21 @@ class NpuBackend(AcceleratorBackend):
         "no Ascend NPU is visible: check `npu-smi info`, the Ascend driver, and that "
         "/dev/davinci* are mounted in the container (ASCEND_VISIBLE_DEVICES)"
     )
-    arch_facts = _facts.ARCH_FACTS
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    limitations = _facts.LIMITATIONS
+    arch_facts = lazy("hwbackends_npu._facts", "ARCH_FACTS")
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_npu._facts", "DEFAULT_FACTS")
+    limitations = lazy("hwbackends_npu._facts", "LIMITATIONS")
 
     def attention_for(self, arch: str | None, stack: Stack) -> tuple[AttentionOption, ...]:
+        from . import _facts
+
         return _facts.ATTENTION_FA2 if arch in _facts.FA2_ARCHS else self.attention
 
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        from . import _facts
+
         caps = super().capabilities(device, host=host)
         if caps.arch in ("ascend310", "ascend310p"):
-            from dataclasses import replace
-
             return replace(caps, limitations=(*caps.limitations, _facts.INFERENCE_ONLY))
         return caps

@@ -99,3 +99,6 @@ INFERENCE_ONLY = Limitation(
     "Ascend 310/310P are inference chips: no training recommendation applies",
     _IDS,
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (STACK,)

@@ -8,27 +8,23 @@ files (``/sys/class/kfd``, ``/sys/bus/pci``, ``/dev/kfd``) through the ``Host`` 
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
-
-from hwbackends.facts import (
-    USE_KERNELS_ADVICE,
-    flash_attention_options,
-    kernel_layers,
-    kernels_state,
-    quant_support,
-    torch_install_hint,
-    transformers_tables,
+from hwbackends.plugin import (
+    BaseBackend,
+    Capabilities,
+    Device,
+    Limitation,
+    common_attention,
+    lazy,
+    replace,
 )
-from hwbackends.plugin import BaseBackend, Capabilities, Device, Limitation, common_attention
 from hwbackends.visibility import RocmDevices
 
-from . import _probe, _system
-from ._arch import GFX, capability
-from ._attention import FLASH
-from ._quant import VERDICTS
-
+# A declaration module: the fact tables (_arch, _attention, _quant), the KFD reader
+# (_system) and the probe's rules (_probe) are imported by the methods that use them.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from hwbackends import Host, HostDevice, Probe
 
 __all__ = ["RocmBackend"]
@@ -80,18 +76,25 @@ class RocmBackend(BaseBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("kfd",)
     driver_modules: ClassVar[tuple[str, ...]] = ("amdgpu",)
-    watch_paths: ClassVar[tuple[str, ...]] = (_system.NODES,)
+    # the KFD topology folder the reader lists (hwbackends_rocm._system.NODES)
+    watch_paths: ClassVar[tuple[str, ...]] = ("sys/class/kfd/kfd/topology/nodes",)
     torch_flavour: ClassVar[str | None] = "rocm"
-    install_hint: ClassVar[str] = torch_install_hint("rocm")
+    install_hint: ClassVar[str] = lazy("hwbackends_rocm._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
     visibility = RocmDevices()
 
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
+        if not found:
+            return found
+        from . import _system
+
         return _system.order_by_kfd(root, found)
 
     def probe(self, host: Host) -> Probe:
+        from . import _probe
+
         def pin(positions: list[int]) -> str | None:
             try:
                 env = self.visibility_env(positions, host=host)
@@ -110,6 +113,8 @@ class RocmBackend(BaseBackend):
         label: str | None,
     ) -> Device:
         dev = super().make_device(index, physical_index, hd, sub_index, label)
+        from ._arch import GFX
+
         row = GFX.get(dev.arch or "")
         if dev.name is None and row is not None:
             # sysfs gives AMD GPUs no model name; the gfx target names the product family.
@@ -119,6 +124,20 @@ class RocmBackend(BaseBackend):
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        from hwbackends.facts import (
+            USE_KERNELS_ADVICE,
+            flash_attention_options,
+            kernel_layers,
+            kernels_state,
+            quant_support,
+            transformers_tables,
+        )
+
+        from . import _probe
+        from ._arch import GFX, capability
+        from ._attention import FLASH
+        from ._quant import VERDICTS
+
         arch = device.arch if device is not None else None
         if device is None and host is not None:
             usable = [g for g in _probe.classify(host) if g.usable]

@@ -13,19 +13,23 @@ discrete card, inferred), so the ready reason says which variable hides it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from hwbackends.facts import (
+    describes_drivers,
+    torch_build_problem,
+    torch_install_hint,
+    version_in_range,
+)
+from hwbackends.plugin import Probe, frozen
 
-from hwbackends.facts import describes_drivers, torch_build_problem, version_in_range
-from hwbackends.plugin import Probe
-
-from ._arch import GFX, GfxArch
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
     from hwbackends import Host, HostDevice
 
-__all__ = ["Gpu", "classify", "probe"]
+    from ._arch import GfxArch
+
+__all__ = ["INSTALL_HINT", "Gpu", "classify", "probe"]
 
 DRIVER_HINT = (
     "install the amdgpu driver and ROCm (amdgpu-install --usecase=rocm, see "
@@ -37,7 +41,11 @@ KFD_HINT = (
 )
 
 
-@dataclass(frozen=True)
+#: The command that installs a ROCm build of torch (the backend's ``install_hint``).
+INSTALL_HINT = torch_install_hint("rocm")
+
+
+@frozen
 class Gpu:
     """One AMD device of the host and how ROCm treats it."""
 
@@ -63,8 +71,13 @@ class Gpu:
 
 
 def classify(host: Host) -> list[Gpu]:
+    amd = host.devices_of("amd")
+    if not amd:
+        return []
+    from ._arch import GFX  # the architecture table: only where there are GPUs to classify
+
     out = []
-    for i, d in enumerate(host.devices_of("amd")):
+    for i, d in enumerate(amd):
         row = GFX.get(d.arch or "")
         flag = d.extra.get("integrated")
         integrated = flag if isinstance(flag, bool) else bool(row and row.integrated)

@@ -8,11 +8,10 @@ ROCr enumerates GPUs in KFD node order, which is not always PCI order; each node
 from __future__ import annotations
 
 import os
-from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from hwbackends.plugin import list_dir, read_text
+from hwbackends.plugin import list_dir, read_text, replace
 
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hwbackends import HostDevice
 

@@ -7,12 +7,13 @@ by ``hwbackends.visibility`` from TPU_VISIBLE_CHIPS and the bounds variables.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import lazy
 from hwbackends.visibility import TpuChips
 
-from . import _facts
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import ClassVar
 
 __all__ = ["TpuBackend"]
 __version__ = "0.1.0"
@@ -28,12 +29,13 @@ class TpuBackend(AcceleratorBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("accel{n}",)
     visibility = TpuChips()
-    pci_models = _facts.PCI_MODELS
+    pci_models = lazy("hwbackends_tpu._facts", "PCI_MODELS")
     # Google's vendor id also covers gVNIC and other virtual functions: only TPU ids count.
     only_known_ids: ClassVar[bool] = True
     # /dev/accel<N> on v2-v4 (v5e and later use /dev/vfio/<N>, which any passthrough uses).
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.NATIVE_STACK, _facts.XLA_STACK)
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_tpu._facts", "STACKS")
     packages: ClassVar[tuple[str, ...]] = ("torch-tpu",)
+    software_packages: ClassVar[tuple[str, ...]] = ("torch-tpu", "torch-xla")
     distributed_backend: ClassVar[str] = "tpu_dist"
     install_hint: ClassVar[str] = (
         "install TorchTPU (pip install torch-tpu, see torchtpu.readthedocs.io) or PyTorch/XLA "
@@ -43,5 +45,5 @@ class TpuBackend(AcceleratorBackend):
         "no TPU chip is visible: run on a TPU VM, check `tpu-info`, and pass /dev/vfio "
         "(v5e and later) or /dev/accel* (v4 and earlier) to the container"
     )
-    default_facts: ClassVar[ArchFacts] = _facts.BF16
-    limitations = _facts.LIMITATIONS
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_tpu._facts", "BF16")
+    limitations = lazy("hwbackends_tpu._facts", "LIMITATIONS")

@@ -98,3 +98,6 @@ LIMITATIONS = (
         "docs/reference/visibility.md §4; tpu_info/device.py devices_per_chip",
     ),
 )
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (NATIVE_STACK, XLA_STACK)

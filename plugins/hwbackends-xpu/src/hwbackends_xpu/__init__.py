@@ -8,16 +8,14 @@ ZE_FLAT_DEVICE_HIERARCHY) is resolved by ``hwbackends.visibility``.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import TYPE_CHECKING, ClassVar
-
-from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack, torch_install_hint
-from hwbackends.plugin import AttentionOption, Probe
+from hwbackends.facts import AcceleratorBackend, ArchFacts, Stack
+from hwbackends.plugin import AttentionOption, Probe, lazy, replace
 from hwbackends.visibility import LevelZeroDevices
 
-from . import _facts
-
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from hwbackends import Host, HostDevice
 
 __all__ = ["XpuBackend"]
@@ -43,23 +41,20 @@ class XpuBackend(AcceleratorBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     driver_modules: ClassVar[tuple[str, ...]] = ("i915", "xe")
     visibility = LevelZeroDevices()
-    pci_models = _facts.PCI_MODELS
-    stacks: ClassVar[tuple[Stack, ...]] = (_facts.STACK,)
+    pci_models = lazy("hwbackends_xpu._facts", "PCI_MODELS")
+    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_xpu._facts", "STACKS")
     torch_flavour: ClassVar[str | None] = "xpu"
     distributed_backend: ClassVar[str] = "xccl"
-    install_hint: ClassVar[str] = (
-        f"install a torch XPU build: {torch_install_hint('xpu')} (and the Intel GPU driver "
-        "and Level Zero runtime)"
-    )
+    install_hint: ClassVar[str] = lazy("hwbackends_xpu._facts", "INSTALL_HINT")
     hardware_hint: ClassVar[str] = (
         "no Intel GPU is visible: check `xpu-smi discovery` or `sycl-ls`, the i915/xe driver, "
         "and that /dev/dri is available in the container"
     )
-    arch_facts = _facts.ARCH_FACTS
-    default_facts: ClassVar[ArchFacts] = _facts.DEFAULT_FACTS
-    attention: ClassVar[tuple[AttentionOption, ...]] = _facts.ATTENTION
-    quantization = _facts.QUANTIZATION
-    limitations = _facts.LIMITATIONS
+    arch_facts = lazy("hwbackends_xpu._facts", "ARCH_FACTS")
+    default_facts: ClassVar[ArchFacts] = lazy("hwbackends_xpu._facts", "DEFAULT_FACTS")
+    attention: ClassVar[tuple[AttentionOption, ...]] = lazy("hwbackends_xpu._facts", "ATTENTION")
+    quantization = lazy("hwbackends_xpu._facts", "QUANTIZATION")
+    limitations = lazy("hwbackends_xpu._facts", "LIMITATIONS")
 
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
         """Discrete GPUs; integrated ones only without a discrete one and with XPU torch.
@@ -80,6 +75,8 @@ class XpuBackend(AcceleratorBackend):
         return hd.arch
 
     def facts_for(self, arch: str | None, host: Host | None) -> ArchFacts:
+        from . import _facts
+
         if arch == "integrated":
             return _facts.INTEGRATED_FACTS
         return super().facts_for(arch, host)

@@ -7,6 +7,7 @@ from hwbackends.facts import (
     PciModel,
     Stack,
     flash_attention_2,
+    torch_install_hint,
 )
 from hwbackends.plugin import Limitation, QuantSupport, common_attention
 
@@ -176,4 +177,13 @@ LIMITATIONS = (
         "explicitly, the default differs between driver releases",
         "docs/reference/visibility.md §7.1",
     ),
+)
+
+#: The stacks in order of preference (the backend's ``stacks`` declaration).
+STACKS = (STACK,)
+
+#: How to get a torch that drives Intel GPUs (the PyTorch install selector's XPU index).
+INSTALL_HINT = (
+    f"install a torch XPU build: {torch_install_hint('xpu')} (and the Intel GPU driver "
+    "and Level Zero runtime)"
 )

@@ -19,7 +19,7 @@ from .plugin import BaseBackend, common_attention
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import ClassVar
+    from typing import Any, ClassVar
 
     from ._host import Host, HostDevice
     from ._protocol import Device, Precision
@@ -187,6 +187,9 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
 # -- the shared backend --------------------------------------------------------------------
 
 
+_CONSULT: Any = object()  # "the declarations pass: ask the stacks"
+
+
 class _KnownIds:
     """``pci_device_ids`` of a backend with ``only_known_ids``: its PCI table's keys."""
 
@@ -275,16 +278,19 @@ class AcceleratorBackend(BaseBackend):
 
     # -- software ----------------------------------------------------------------------------
 
-    def software_without_hardware(self, host: Host) -> str | None:
-        """Why the software is not ready, judged from declarations alone (no hardware here,
-        so the stacks and their fact modules stay unloaded): one of ``software_packages``
-        when declared (alternatives), else every ``packages`` and the ``torch_flavour``."""
+    def software_without_hardware(self, host: Host) -> Any:
+        """Why the software is not ready, judged from declarations while no hardware is here:
+        none of ``software_packages`` (alternatives) when declared, else a missing one of
+        ``packages`` or the wrong ``torch_flavour``; each of these fails every stack. When
+        the declarations pass, the stacks decide (their fact modules load only then):
+        ``_CONSULT`` is returned."""
         anyof = self.software_packages
         if anyof:
-            if any(host.package(p) is not None for p in anyof):
-                return None
-            return f"the {anyof[0]} package is not installed"
-        return BaseBackend.software_problem(self, host)
+            if not any(host.package(p) is not None for p in anyof):
+                return f"the {anyof[0]} package is not installed"
+            return _CONSULT
+        problem = BaseBackend.software_problem(self, host)
+        return _CONSULT if problem is None else problem
 
     def extra_problem(self, host: Host) -> str | None:
         """A hardware-specific reason the software cannot run (override where needed)."""
@@ -317,7 +323,13 @@ class AcceleratorBackend(BaseBackend):
         if not self.hardware_evidence(host):
             # Nothing of this hardware here: the stacks (and the fact modules that declare
             # them) are not consulted; the declared packages say whether software is ready.
-            problem = self.software_without_hardware(host)
+            quick = self.software_without_hardware(host)
+            if quick is _CONSULT:
+                found = [st.problem(host, frozenset()) for st in self.stacks]
+                ready = any(why is None for why in found)
+                whys = [why for why in found if why is not None]
+                quick = None if ready else _best_problem(self.stacks, whys, host)
+            problem = quick if isinstance(quick, str) else None
             why = f"no {self.display_name} hardware found"
             if problem:
                 why += f" (and {problem})"

@@ -276,6 +276,8 @@ def call(
     if failed:
         if isinstance(value, passthrough):
             raise value
+        if isinstance(value, PluginFault):  # raised by hwbackends' own checks inside the call
+            raise value
         if inline and isinstance(value, KeyboardInterrupt) and limit <= 0:
             raise value  # inline, a Ctrl-C cannot be told from the plugin's own: let it stop us
         if isinstance(value, ResultError):

@@ -753,10 +753,21 @@ def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
 
 
 def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R]) -> _R | None:
-    """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised."""
-    from ._guard import PluginFault, call
+    """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised.
+
+    A hook the plugin does not override is ``BaseBackend``'s own code: it runs inline (no
+    thread hand-off), its errors recorded the same way."""
+    from ._guard import PluginFault, call, describe
+    from .plugin import BaseBackend
 
     name = backend.name if isinstance(getattr(backend, "name", None), str) else "?"
+    method = what.partition("(")[0]
+    if getattr(type(backend), method, None) is getattr(BaseBackend, method):
+        try:
+            return fn()
+        except Exception as exc:
+            errors.setdefault(name, f"{name}.{what} raised {describe(exc)}")
+            return None
     try:
         return call(f"{name}.{what}", fn)
     except PluginFault as exc:

@@ -15,7 +15,7 @@ import time
 
 from ._discovery import EntryPointSpec, discover
 from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
-from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, timeout_from
+from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, describe, timeout_from
 from ._host import Host
 from ._protocol import API_VERSION, Device, Probe, checked
 from ._record import frozen, mutable
@@ -365,28 +365,47 @@ def _inspect(inst: object, expected_name: str) -> _Meta:
 
 
 def _load(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, _Meta]:
-    def do_import() -> Any:
-        __import__(spec.module)  # importlib itself is not needed for one import
-        obj: Any = sys.modules[spec.module]
-        for part in spec.attr.split(".") if spec.attr else ():
-            obj = getattr(obj, part)
-        return obj
+    """Import, check and construct one plugin: one guarded call (one thread hand-off), each
+    step named in the fault it raises."""
 
-    cls = _guard(f"importing {spec.value!r}", do_import, timeout=timeout)
-    if not isinstance(cls, type):
-        raise _Broken(f"{spec.value!r} is a {type(cls).__name__}, expected a backend class")
-    problem = _guard(
-        f"reading {spec.value!r}.api_version", lambda: api_problem(cls, spec.dist), timeout=timeout
-    )
-    if problem:
-        raise _Broken(problem)
-    inst = _guard(f"constructing {cls.__name__}()", cls, timeout=timeout)
-    meta = _guard(
-        f"reading the attributes of {cls.__name__}()",
-        lambda: _inspect(inst, spec.name),
-        timeout=timeout,
-    )
-    return inst, meta
+    def fail(step: str, exc: BaseException) -> PluginFault:
+        import traceback
+
+        return PluginFault(f"{step} raised {describe(exc)}", traceback.format_exc())
+
+    def steps() -> tuple[Backend, _Meta]:
+        try:
+            __import__(spec.module)  # importlib itself is not needed for one import
+            obj: Any = sys.modules[spec.module]
+            for part in spec.attr.split(".") if spec.attr else ():
+                obj = getattr(obj, part)
+        except KeyboardInterrupt:
+            raise  # inline: the user's Ctrl-C; on a worker the guard reports it as the plugin's
+        except BaseException as exc:
+            raise fail(f"importing {spec.value!r}", exc) from None
+        if not isinstance(obj, type):
+            raise _Broken(f"{spec.value!r} is a {type(obj).__name__}, expected a backend class")
+        cls: type = obj
+        try:
+            problem = api_problem(cls, spec.dist)
+        except Exception as exc:
+            raise fail(f"reading {spec.value!r}.api_version", exc) from None
+        if problem:
+            raise _Broken(problem)
+        try:
+            inst = cls()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise fail(f"constructing {cls.__name__}()", exc) from None
+        try:
+            return inst, _inspect(inst, spec.name)
+        except PluginFault:
+            raise
+        except Exception as exc:
+            raise fail(f"reading the attributes of {cls.__name__}()", exc) from None
+
+    return _guard(f"loading {spec.value!r}", steps, timeout=timeout)
 
 
 def _probe(backend: Backend, meta: _Meta, host: Host, timeout: float | None) -> Probe:

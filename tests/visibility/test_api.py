@@ -135,7 +135,7 @@ def test_package_imports_stay_cheap() -> None:
     # Module-level imports of the package: standard library only, never re, json, typing or
     # dataclasses (the selection path reads visibility); only the Protocol shapes need typing.
     for path in PKG.glob("*.py"):
-        allowed = {"__future__", "_collections_abc", "types"}
+        allowed = {"__future__", "_collections_abc", "sys", "types"}
         if path.name == "_likes.py":
             allowed |= {"collections.abc", "typing"}
         tree = ast.parse(path.read_text(encoding="utf-8"))

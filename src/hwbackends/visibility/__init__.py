@@ -56,15 +56,16 @@ __all__ = [
     "visible_devices",
 ]
 
-# The rule kinds with a runtime-specific grammar live in one module each, imported on use.
+# The rule kinds with a runtime-specific grammar: light declarations in _kinds, whose readers
+# (one module per runtime) load when a rule first reads or writes.
 _KIND_MODULES = {
-    "CudaDevices": "_cuda",
-    "RocmDevices": "_rocm",
-    "LevelZeroDevices": "_xpu",
-    "NeuronCores": "_neuron",
-    "TpuChips": "_tpu",
-    "GaudiModules": "_hpu",
-    "AscendDevices": "_npu",
+    "CudaDevices": "_kinds",
+    "RocmDevices": "_kinds",
+    "LevelZeroDevices": "_kinds",
+    "NeuronCores": "_kinds",
+    "TpuChips": "_kinds",
+    "GaudiModules": "_kinds",
+    "AscendDevices": "_kinds",
 }
 
 TYPE_CHECKING = False
@@ -72,14 +73,16 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
-    from ._cuda import CudaDevices
-    from ._hpu import GaudiModules
+    from ._kinds import (
+        AscendDevices,
+        CudaDevices,
+        GaudiModules,
+        LevelZeroDevices,
+        NeuronCores,
+        RocmDevices,
+        TpuChips,
+    )
     from ._likes import DeviceLike, HostLike
-    from ._neuron import NeuronCores
-    from ._npu import AscendDevices
-    from ._rocm import RocmDevices
-    from ._tpu import TpuChips
-    from ._xpu import LevelZeroDevices
 
     #: What the functions below accept as ``backend``: an installed backend's name, a backend
     #: object (anything with a ``visibility`` rule, e.g. a ``BaseBackend``), or a rule itself.

@@ -42,7 +42,6 @@ from .._record import frozen, mutable
 from ._common import (
     C_SPACE,
     Trace,
-    VisibilityRule,
     VisibleUnit,
     c_strtoul,
     devices_of,
@@ -51,6 +50,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import CudaDevices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -59,8 +59,8 @@ if TYPE_CHECKING:
     from ._likes import DeviceLike, HostLike
 
 VENDOR = "GPU"
-VARIABLES = ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")
-UNSET: tuple[str, ...] = ()
+VARIABLES = CudaDevices.variables
+UNSET = CudaDevices.unset
 _UUIDS = ("GPU-", "MIG-")
 
 
@@ -608,28 +608,3 @@ def write(
         rank = {g: i for i, g in enumerate(pci_order(topo))}
         out["CUDA_VISIBLE_DEVICES"] = ",".join(str(rank[p]) for p in sel)
     return out
-
-
-class CudaDevices(VisibilityRule):
-    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (see module docs).
-
-    ``driver_module`` names the kernel module whose version (``Host.drivers``) selects the
-    MIG enumeration rules of that driver generation; without it the R570+ rules apply.
-    """
-
-    variables = VARIABLES
-    unset = UNSET
-
-    def __init__(self, *, driver_module: str | None = None) -> None:
-        self.driver_module = driver_module
-
-    def __repr__(self) -> str:
-        return f"CudaDevices(driver_module={self.driver_module!r})"
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return read(env, host, trace, self.driver_module)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return write(physical, host, env, self.driver_module)

@@ -19,7 +19,6 @@ from __future__ import annotations
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    ModuleRule,
     Trace,
     VisibleUnit,
     devices_of,
@@ -29,6 +28,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import GaudiModules
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from ._likes import HostLike
 
 VENDOR = "Gaudi"
-VARIABLES = ("HABANA_VISIBLE_MODULES",)
-UNSET: tuple[str, ...] = ()
+VARIABLES = GaudiModules.variables
+UNSET = GaudiModules.unset
 
 
 def module_ids(host: HostLike) -> list[int]:
@@ -113,12 +113,3 @@ def write(
             "do not start the process, or run it on the cpu backend",
         )
     return {"HABANA_VISIBLE_MODULES": ",".join(str(ids[p]) for p in sel)}
-
-
-class GaudiModules(ModuleRule):
-    """``HABANA_VISIBLE_MODULES``: a list of module ids (see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

@@ -33,7 +33,6 @@ from __future__ import annotations
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    ModuleRule,
     Trace,
     VisibleUnit,
     devices_of,
@@ -44,6 +43,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import NeuronCores
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
     from ._likes import DeviceLike, HostLike
 
 VENDOR = "Neuron"
-VARIABLES = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_LOGICAL_NC_CONFIG")
-UNSET = ("NEURON_RT_NUM_CORES",)
+VARIABLES = NeuronCores.variables
+UNSET = NeuronCores.unset
 
 # (arch keys, physical cores per device, default LNC); most specific names first.
 _GENERATIONS: tuple[tuple[tuple[str, ...], str, int, int], ...] = (
@@ -267,13 +267,3 @@ def write(
     if supported:
         out["NEURON_LOGICAL_NC_CONFIG"] = str(lnc)
     return out
-
-
-class NeuronCores(ModuleRule):
-    """The Neuron runtime's ``NEURON_RT_VISIBLE_CORES`` / ``NEURON_RT_NUM_CORES`` over
-    NeuronCores, at the logical core size ``NEURON_LOGICAL_NC_CONFIG`` (see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

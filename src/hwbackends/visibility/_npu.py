@@ -30,7 +30,6 @@ from __future__ import annotations
 from .._errors import VisibilityError
 from ._common import (
     ASCII_DIGITS,
-    ModuleRule,
     Trace,
     VisibleUnit,
     devices_of,
@@ -40,6 +39,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import AscendDevices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,8 +48,8 @@ if TYPE_CHECKING:
     from ._likes import HostLike
 
 VENDOR = "Ascend"
-VARIABLES = ("ASCEND_RT_VISIBLE_DEVICES",)
-UNSET: tuple[str, ...] = ()
+VARIABLES = AscendDevices.variables
+UNSET = AscendDevices.unset
 
 
 def _ids(value: str, n: int, t: Trace) -> list[int]:
@@ -130,12 +130,3 @@ def write(
             "do not start the process, or run it on the cpu backend",
         )
     return {"ASCEND_RT_VISIBLE_DEVICES": ",".join(str(k) for k in sel)}
-
-
-class AscendDevices(ModuleRule):
-    """``ASCEND_RT_VISIBLE_DEVICES``: ascending logical device ids (see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

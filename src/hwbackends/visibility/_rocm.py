@@ -30,7 +30,6 @@ from __future__ import annotations
 
 from ._common import (
     C_SPACE,
-    ModuleRule,
     Trace,
     VisibleUnit,
     c_strtol_base0,
@@ -41,6 +40,7 @@ from ._common import (
     units_from,
 )
 from ._cuda import torch_count_list, torch_parse
+from ._kinds import RocmDevices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -49,13 +49,8 @@ if TYPE_CHECKING:
     from ._likes import HostLike
 
 VENDOR = "GPU"
-VARIABLES = (
-    "ROCR_VISIBLE_DEVICES",
-    "HIP_VISIBLE_DEVICES",
-    "CUDA_VISIBLE_DEVICES",
-    "GPU_DEVICE_ORDINAL",
-)
-UNSET = ("CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+VARIABLES = RocmDevices.variables
+UNSET = RocmDevices.unset
 
 _ASCII_UPPER = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 
@@ -269,13 +264,3 @@ def write(
         "ROCR_VISIBLE_DEVICES": ",".join(str(p) for p in sel),
         "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(sel))),
     }
-
-
-class RocmDevices(ModuleRule):
-    """ROCm's two layers: ``ROCR_VISIBLE_DEVICES``, then ``HIP_VISIBLE_DEVICES`` or
-    ``CUDA_VISIBLE_DEVICES`` over the ROCr-filtered GPUs (see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

@@ -26,7 +26,6 @@ from __future__ import annotations
 from .._errors import VisibilityError
 from ._common import (
     C_SPACE,
-    ModuleRule,
     Trace,
     VisibleUnit,
     devices_of,
@@ -36,6 +35,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import TpuChips
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -44,15 +44,8 @@ if TYPE_CHECKING:
     from ._likes import HostLike
 
 VENDOR = "TPU"
-VARIABLES = (
-    "TPU_VISIBLE_CHIPS",
-    "TPU_VISIBLE_DEVICES",
-    "TPU_CHIPS_PER_PROCESS_BOUNDS",
-    "TPU_CHIPS_PER_HOST_BOUNDS",
-    "TPU_PROCESS_BOUNDS",
-    "TPU_HOST_BOUNDS",
-)
-UNSET = VARIABLES
+VARIABLES = TpuChips.variables
+UNSET = TpuChips.unset
 _SHAPES = {1: "1,1,1", 2: "1,2,1", 4: "2,2,1"}
 
 
@@ -171,12 +164,3 @@ def write(
         "TPU_CHIPS_PER_PROCESS_BOUNDS": _SHAPES[len(sel)],
         "TPU_PROCESS_BOUNDS": "1,1,1",
     }
-
-
-class TpuChips(ModuleRule):
-    """libtpu's ``TPU_VISIBLE_CHIPS`` with the process and host bounds (see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

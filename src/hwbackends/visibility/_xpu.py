@@ -46,7 +46,6 @@ from .._errors import VisibilityError
 from .._record import frozen
 from ._common import (
     C_SPACE,
-    ModuleRule,
     Trace,
     VisibleUnit,
     c_strtoul,
@@ -58,6 +57,7 @@ from ._common import (
     show,
     units_from,
 )
+from ._kinds import LevelZeroDevices
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -66,13 +66,8 @@ if TYPE_CHECKING:
     from ._likes import DeviceLike, HostLike
 
 VENDOR = "Intel GPU"
-VARIABLES = (
-    "ZE_AFFINITY_MASK",
-    "ZE_FLAT_DEVICE_HIERARCHY",
-    "ZE_ENABLE_PCI_ID_DEVICE_ORDER",
-    "ONEAPI_DEVICE_SELECTOR",
-)
-UNSET = ("ZE_AFFINITY_MASK", "ONEAPI_DEVICE_SELECTOR")
+VARIABLES = LevelZeroDevices.variables
+UNSET = LevelZeroDevices.unset
 DEFAULT_HIERARCHY = "FLAT"
 _HIERARCHIES = ("FLAT", "COMPOSITE", "COMBINED")
 _BACKENDS = ("level_zero", "opencl", "cuda", "hip", "native_cpu", "*")
@@ -390,13 +385,3 @@ def write(
     else:
         out["ZE_AFFINITY_MASK"] = ",".join(str(k) for k in sel)
     return out
-
-
-class LevelZeroDevices(ModuleRule):
-    """Level Zero's ``ONEAPI_DEVICE_SELECTOR`` and ``ZE_AFFINITY_MASK`` with
-    ``ZE_FLAT_DEVICE_HIERARCHY`` (cards or tiles; see module docs)."""
-
-    variables = VARIABLES
-    unset = UNSET
-    _read = staticmethod(read)
-    _write = staticmethod(write)

@@ -30,6 +30,26 @@ def macos_version(host: Host) -> str | None:
     return None
 
 
+# The software stack is part of the declaration (probes without hardware consult it): it
+# stays here, while the precision and attention tables load on demand from _facts.
+HF = "docs/reference/hf-integration.md"
+
+STACK = Stack(
+    label="torch with MPS (macOS arm64 wheel)",
+    device_type="mps",
+    distributed_backend="gloo",
+    packages=("torch",),
+    min_torch="1.12",
+    kernel_device="mps",
+    device_map_auto=True,
+    source=(
+        "accelerate utils/imports.py is_mps_available: torch >= 1.12; MPS is not a "
+        "collective backend, so process groups use gloo on the CPU (transformers "
+        f"distributed/utils.py: mps falls back to CPU) ({HF} §5.2)"
+    ),
+)
+
+
 class MpsBackend(AcceleratorBackend):
     name: ClassVar[str] = "mps"
     device_type: ClassVar[str] = "mps"
@@ -41,7 +61,7 @@ class MpsBackend(AcceleratorBackend):
         why=" for MPS",
         label="mps",
     )
-    stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_mps._facts", "STACKS")
+    stacks: ClassVar[tuple[Stack, ...]] = (STACK,)
     packages: ClassVar[tuple[str, ...]] = ("torch",)
     distributed_backend: ClassVar[str] = "gloo"
     install_hint: ClassVar[str] = "pip install torch (the macOS arm64 wheel includes MPS)"

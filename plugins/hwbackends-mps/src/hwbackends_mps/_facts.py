@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hwbackends.facts import ArchFacts, Stack, hub_kernel_attention
+from hwbackends.facts import ArchFacts, hub_kernel_attention
 from hwbackends.plugin import Limitation, QuantSupport, common_attention
 
 HF = "docs/reference/hf-integration.md"
@@ -14,20 +14,6 @@ BF16_MACOS = "14.0"
 #: Accelerate: bf16 mixed precision on MPS needs torch >= 2.6, fp16 needs torch >= 2.5.
 BF16_TORCH = "2.6"
 
-STACK = Stack(
-    label="torch with MPS (macOS arm64 wheel)",
-    device_type="mps",
-    distributed_backend="gloo",
-    packages=("torch",),
-    min_torch="1.12",
-    kernel_device="mps",
-    device_map_auto=True,
-    source=(
-        "accelerate utils/imports.py is_mps_available: torch >= 1.12; MPS is not a "
-        "collective backend, so process groups use gloo on the CPU (transformers "
-        f"distributed/utils.py: mps falls back to CPU) ({HF} §5.2)"
-    ),
-)
 
 BF16 = ArchFacts(
     ("float32", "float16", "bfloat16"),
@@ -115,6 +101,3 @@ LIMITATIONS = (
         "hwbackends _host.py: the apple device is added on Darwin/arm64",
     ),
 )
-
-#: The stacks in order of preference (the backend's ``stacks`` declaration).
-STACKS = (STACK,)

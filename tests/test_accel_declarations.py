@@ -1,0 +1,65 @@
+"""Without its hardware, an accelerator backend judges its software from its declarations
+alone (its fact modules stay unloaded); the answer agrees with what its stacks would say."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hwbackends import Host
+
+PLUGINS = ["xpu", "mps", "neuron", "tpu", "npu", "mlu", "musa", "hpu"]
+PACKAGES = [
+    "torch-neuronx", "torch-xla", "torch-tpu", "torch-npu", "torch-mlu", "torch-musa",
+    "habana-torch-plugin",
+]  # fmt: skip
+TORCH = {
+    None: None,
+    "cpu": {"version": "2.13.0+cpu"},
+    "xpu": {"version": "2.13.0+xpu", "xpu": "20250101"},
+    "cuda": {"version": "2.13.0+cu128", "cuda": "12.8"},
+}
+
+
+def backend_of(name: str) -> type:
+    mod = pytest.importorskip(f"hwbackends_{name}")
+    (cls,) = [
+        v
+        for k, v in vars(mod).items()
+        if k.endswith("Backend") and isinstance(v, type) and v.__module__ == mod.__name__
+    ]
+    return cls
+
+
+@pytest.mark.parametrize("name", PLUGINS)
+@settings(max_examples=40, deadline=None)
+@given(packages=st.sets(st.sampled_from(PACKAGES)), torch=st.sampled_from(sorted(TORCH, key=str)))
+def test_no_hardware_software_verdict_agrees_with_the_stacks(
+    name: str, packages: set[str], torch: str | None
+) -> None:
+    cls = backend_of(name)
+    data: dict[str, object] = {"packages": {p: "2.13.0" for p in packages}}
+    if TORCH[torch] is not None:
+        data["torch"] = TORCH[torch]
+    host = Host.from_dict(data)
+    backend = cls()
+    probe = backend.probe(host)
+    assert not probe.hardware_present
+    by_stacks = any(s.problem(host, frozenset()) is None for s in backend.stacks)
+    assert probe.software_ready == by_stacks
+
+
+def test_the_fact_modules_load_only_when_asked() -> None:
+    import sys
+
+    cls = backend_of("hpu")
+    facts = f"{cls.__module__}._facts"
+    sys.modules.pop(facts, None)
+    importlib.reload(sys.modules[cls.__module__])
+    cls = backend_of("hpu")
+    cls().probe(Host.from_dict({}))
+    assert facts not in sys.modules
+    assert cls().pci_models and facts in sys.modules  # the declared table, on first read

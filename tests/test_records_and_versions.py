@@ -1,0 +1,102 @@
+"""The cheap building blocks of the selection path agree with the standard ones they replace:
+records behave as frozen dataclasses, release-number ordering as packaging's PEP 440."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+from collections.abc import Mapping
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from packaging.version import Version
+
+from hwbackends import Device, Probe
+from hwbackends._record import field, frozen, mutable, replace
+from hwbackends._versions import _plain_order, version_in_range
+
+
+@frozen
+class Row:
+    name: str
+    size: int = 0
+    tags: tuple[str, ...] = ()
+    notes: Mapping[str, str] = field(default_factory=dict, compare=False)
+
+
+@dataclasses.dataclass(frozen=True)
+class RowDC:
+    name: str
+    size: int = 0
+    tags: tuple[str, ...] = ()
+    notes: Mapping[str, str] = dataclasses.field(default_factory=dict, compare=False)
+
+
+names = st.text(max_size=5)
+sizes = st.integers(-5, 5)
+tags = st.lists(st.text(max_size=3), max_size=3).map(tuple)
+
+
+@given(names, sizes, tags, names, sizes, tags)
+def test_records_compare_hash_and_print_like_frozen_dataclasses(
+    a: str, b: int, c: tuple[str, ...], d: str, e: int, f: tuple[str, ...]
+) -> None:
+    r1, r2 = Row(a, b, c), Row(d, size=e, tags=f, notes={"x": "y"})
+    g1, g2 = RowDC(a, b, c), RowDC(d, size=e, tags=f, notes={"x": "y"})
+    assert (r1 == r2) == (g1 == g2)
+    if r1 == r2:
+        assert hash(r1) == hash(r2)
+    assert repr(r1).replace("Row(", "RowDC(") == repr(g1)
+    assert dataclasses.astuple(r2) == dataclasses.astuple(g2)
+    assert replace(r1, size=e) == Row(a, e, c) == dataclasses.replace(r1, size=e)
+
+
+def test_records_are_frozen_dataclasses_to_the_standard_library() -> None:
+    r = Row("a")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        r.size = 3  # type: ignore[misc]
+    assert dataclasses.is_dataclass(r)
+    assert [f.name for f in dataclasses.fields(r)] == ["name", "size", "tags", "notes"]
+    assert pickle.loads(pickle.dumps(Device("cpu", "cpu", 0, 0))) == Device("cpu", "cpu", 0, 0)
+    with pytest.raises(TypeError, match="missing required argument: 'name'"):
+        Row()  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="multiple values for argument 'name'"):
+        Row("a", name="b")  # type: ignore[misc]
+    with pytest.raises(TypeError, match="an unexpected keyword argument 'colour'"):
+        Row("a", colour="red")  # type: ignore[call-arg]
+    assert Probe("x", True, False, "r").evidence == ()
+
+
+def test_mutable_records_are_unhashable_like_dataclasses() -> None:
+    @mutable
+    class Box:
+        items: list[int] = field(default_factory=list)
+
+    a, b = Box(), Box()
+    a.items.append(1)
+    assert b.items == [] and a != b
+    with pytest.raises(TypeError):
+        hash(a)
+
+
+releases = st.lists(st.integers(0, 30), min_size=1, max_size=4).map(
+    lambda xs: ".".join(map(str, xs))
+)
+locals_ = st.sampled_from(["", "+cpu", "+cu128", "+rocm6.4"])
+
+
+@given(releases, locals_, releases, st.one_of(st.none(), releases))
+def test_release_ordering_is_pep_440(v: str, local: str, low: str, high: str | None) -> None:
+    version = v + local
+    ours = _plain_order(version, low, high)
+    want = Version(low) <= Version(version) and (high is None or Version(version) < Version(high))
+    assert ours == want
+    assert version_in_range(version, low, high) == want
+
+
+@pytest.mark.parametrize("version", ["0.18.0rc1", "0.18.0.dev0", "2.8.0.post1", "1.0a1+cpu"])
+def test_pre_dev_and_post_releases_go_to_packaging(version: str) -> None:
+    assert _plain_order(version, "0.17.2", "0.18.0") is None
+    want = Version("0.17.2") <= Version(version) < Version("0.18.0")
+    assert version_in_range(version, "0.17.2", "0.18.0") == want

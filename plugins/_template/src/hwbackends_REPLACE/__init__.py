@@ -1,18 +1,19 @@
 """hwbackends backend for REPLACE_DISPLAY accelerators.
 
-Importing this module imports no vendor SDK and changes nothing; the core calls the methods.
+This module is a declaration: every selection imports it, on every machine, so it imports no
+vendor SDK, no fact table and not even ``typing`` at run time, and changes nothing. What the
+devices can do lives in ``_facts``, imported by the method that answers it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
-
 from hwbackends.plugin import BaseBackend
 from hwbackends.visibility import REPLACE_VISIBILITY_IMPORT
 
-from ._facts import capabilities_for
-
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
+    from typing import ClassVar
+
     from hwbackends import Capabilities, Device, Host
 
 __all__ = ["REPLACE_CLASSBackend"]
@@ -44,4 +45,6 @@ class REPLACE_CLASSBackend(BaseBackend):
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        from ._facts import capabilities_for  # the facts load when a capability is asked
+
         return capabilities_for(self, device)

@@ -1,4 +1,8 @@
-"""What REPLACE_DISPLAY devices can do. Each fact names its source: replace them with yours."""
+"""What REPLACE_DISPLAY devices can do. Each fact names its source: replace them with yours.
+
+Imported on demand (from ``capabilities``), never by selection: put tables here, and declare
+one a class attribute with ``hwbackends.plugin.lazy("hwbackends_REPLACE._facts", "NAME")``.
+"""
 
 from __future__ import annotations
 

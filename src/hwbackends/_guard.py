@@ -169,6 +169,7 @@ def _undo(writes: _Writes) -> list[str]:
 def _run(fn: Callable[[], Any]) -> _Outcome:
     ident = _thread.get_ident()
     writes: _Writes = {}
+    outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
     _recorders[ident] = writes
     try:
         return (False, fn(), None, writes)
@@ -181,7 +182,10 @@ def _run(fn: Callable[[], Any]) -> _Outcome:
             tb = None
         return (True, exc, tb, writes)
     finally:
-        _recorders.pop(ident, None)
+        if outer is None:
+            _recorders.pop(ident, None)
+        else:
+            _recorders[ident] = outer
 
 
 _plugin_threads: set[int] = set()  # idents of the worker threads (plugin code runs there)

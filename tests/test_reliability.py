@@ -77,6 +77,8 @@ def test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed() -> Non
                 lost.append(key)
             written.append(key)
             i += 1
+            if i % 64 == 0:
+                time.sleep(0)  # yield the GIL now and then, as a busy application thread does
 
     t = threading.Thread(target=writer)
     t.start()
@@ -139,7 +141,7 @@ def test_a_plugins_write_is_undone_only_while_it_still_holds(site: Site) -> None
 # -- 2. concurrent first calls and fork --------------------------------------------------------
 
 THREADS = r"""
-import json, os, sys, threading
+import json, os, sys, threading, time
 import hwbackends
 n = 64
 barrier = threading.Barrier(n + 1)
@@ -154,6 +156,8 @@ def writer():
         if os.environ["HWB_APP_%d" % (i % 20)] != str(i):
             lost.append(i)
         i += 1
+        if i % 64 == 0:
+            time.sleep(0)  # yield the GIL now and then, as a busy application thread does
 def worker():
     barrier.wait()
     try:

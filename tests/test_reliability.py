@@ -138,6 +138,28 @@ def test_a_plugins_write_is_undone_only_while_it_still_holds(site: Site) -> None
     assert "HWB_SHARED" not in os.environ
 
 
+def test_a_batch_of_plugin_calls_survives_one_that_hangs() -> None:
+    """Loads and probes share one worker; a call past its limit is reported, the worker is
+    abandoned, and the calls after it still run (on a new worker), each judged alone."""
+    from hwbackends import _guard
+
+    release = threading.Event()
+    jobs = [
+        ("a.probe()", lambda: 1),
+        ("b.probe()", lambda: release.wait(30)),
+        ("c.probe()", lambda: 3),
+        ("d.probe()", lambda: os.environ.__setitem__("HWB_BATCH", "x")),
+    ]
+    try:
+        got = _guard.call_many(jobs, timeout=0.5)
+    finally:
+        release.set()
+    assert got[0] == (True, 1) and got[2] == (True, 3)
+    assert not got[1][0] and "b.probe() did not return within 0.5 s" in got[1][1].reason
+    assert not got[3][0] and "d.probe() changed os.environ (HWB_BATCH)" in got[3][1].reason
+    assert "HWB_BATCH" not in os.environ
+
+
 # -- 2. concurrent first calls and fork --------------------------------------------------------
 
 THREADS = r"""

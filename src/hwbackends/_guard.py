@@ -30,7 +30,7 @@ import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Mapping, Sequence
     from typing import Any, TypeVar
 
     _T = TypeVar("_T")
@@ -44,6 +44,7 @@ __all__ = [
     "PluginFault",
     "ResultError",
     "call",
+    "call_many",
     "describe",
     "running_plugin_code",
     "timeout_from",
@@ -267,16 +268,32 @@ def call(
             raise
         if not finished:
             w.abandoned = True
-            raise PluginFault(
-                f"{what} did not return within {limit:g} s and was abandoned (it may hang); "
-                "raise HWBACKENDS_TIMEOUT if it is only slow"
-            )
+            raise _hung(what, limit)
         out = w.out
         _give_back(w)
     if out is None:  # pragma: no cover - the worker always sets it before releasing done
         raise PluginFault(f"{what} gave no result")
+    return _settle(what, out, inline=inline, limit=limit, passthrough=passthrough)  # type: ignore[no-any-return]
+
+
+def _settle(
+    what: str,
+    out: _Outcome,
+    *,
+    inline: bool,
+    limit: float,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> Any:
+    """The value of one finished call, or the ``PluginFault`` that says what went wrong."""
     failed, value, tb, writes = out
-    changed = _undo(writes)
+    # hwbackends' own undo must not count as a write of an enclosing plugin call
+    ident = _thread.get_ident()
+    enclosing = _recorders.pop(ident, None)
+    try:
+        changed = _undo(writes)
+    finally:
+        if enclosing is not None:
+            _recorders[ident] = enclosing
     if failed:
         if isinstance(value, passthrough):
             raise value
@@ -292,7 +309,78 @@ def call(
             f"{what} changed os.environ ({', '.join(changed)}); a plugin must not edit the "
             "environment of the process that imports or probes it"
         )
-    return value  # type: ignore[no-any-return]
+    return value
+
+
+def call_many(
+    jobs: Sequence[tuple[str, Callable[[], Any]]], *, timeout: float | None = None
+) -> list[tuple[bool, Any]]:
+    """Several plugin calls on one worker, each with its own time limit: one thread hand-off
+    for the lot instead of one per call (a hand-off can wait for the interpreter's switch
+    interval in a busy process). Returns ``(True, value)`` or ``(False, PluginFault)`` per job,
+    in order; a call that hangs is abandoned with its worker and the rest go to a new one."""
+    limit = timeout_from(os.environ) if timeout is None else timeout
+    results: list[tuple[bool, Any]] = []
+    if limit <= 0 or _thread.get_ident() in _plugin_threads or len(jobs) < 2:
+        for what, fn in jobs:
+            try:
+                results.append((True, call(what, fn, timeout=limit)))
+            except PluginFault as fault:
+                results.append((False, fault))
+        return results
+    if not _hook_installed:
+        _install_hook()
+    from time import monotonic
+
+    while len(results) < len(jobs):
+        batch = jobs[len(results) :]
+        progress = [0, monotonic()]  # the job running now, and when it started
+        outcomes: list[_Outcome] = []
+
+        # bound as defaults: an abandoned worker still running an earlier batch writes only
+        # into that batch's lists, never into this one's
+        def run_batch(
+            batch: Sequence[tuple[str, Callable[[], Any]]] = batch,
+            progress: list[Any] = progress,
+            outcomes: list[_Outcome] = outcomes,
+        ) -> None:
+            for k, (_what, fn) in enumerate(batch):
+                progress[0], progress[1] = k, monotonic()
+                outcomes.append(_run(fn))
+
+        w = _take()
+        w.job = run_batch
+        w.go.release()
+        try:
+            while True:
+                k, started = progress
+                if w.done.acquire(True, max(started + limit - monotonic(), 0.001)):
+                    break
+                if progress[0] == k and monotonic() - progress[1] >= limit:
+                    break  # job k has run past its limit
+        except BaseException:  # a real Ctrl-C while waiting
+            w.abandoned = True
+            raise
+        settled = list(outcomes)  # a worker past its limit may still append: judge this copy
+        finished = len(settled) == len(batch)
+        for (what, _fn), out in zip(batch, settled, strict=False):
+            try:
+                results.append((True, _settle(what, out, inline=False, limit=limit)))
+            except PluginFault as fault:
+                results.append((False, fault))
+        if finished:
+            _give_back(w)
+        else:
+            w.abandoned = True
+            results.append((False, _hung(batch[len(settled)][0], limit)))
+    return results
+
+
+def _hung(what: str, limit: float) -> PluginFault:
+    return PluginFault(
+        f"{what} did not return within {limit:g} s and was abandoned (it may hang); "
+        "raise HWBACKENDS_TIMEOUT if it is only slow"
+    )
 
 
 def running_plugin_code() -> bool:

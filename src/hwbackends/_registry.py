@@ -12,10 +12,19 @@ import _thread
 import os
 import sys
 import time
+from functools import partial
 
 from ._discovery import EntryPointSpec, discover
 from ._errors import BackendNotFoundError, BackendUnavailableError, PluginError, VisibilityError
-from ._guard import DEFAULT_TIMEOUT, PluginFault, ResultError, call, describe, timeout_from
+from ._guard import (
+    DEFAULT_TIMEOUT,
+    PluginFault,
+    ResultError,
+    call,
+    call_many,
+    describe,
+    timeout_from,
+)
 from ._host import Host
 from ._protocol import API_VERSION, Device, Probe, checked
 from ._record import frozen, mutable
@@ -564,6 +573,32 @@ class Registry:
             raise got
         return got
 
+    def _load_and_probe(self, c: _Candidate, host: Host) -> tuple[Backend, _Meta, Probe, float]:
+        """Plugin code for one candidate (run on a guard worker): its instance and identity,
+        its probe, and how long both took. Returned, not stored: a call abandoned for hanging
+        must not change the candidate later."""
+        t0 = time.perf_counter()
+        backend, meta = self.loaded(c.spec)
+        if c.name in host.reader_errors:
+            raise _Broken(f"reading the machine: {host.reader_errors[c.name]}")
+        probe = _probe(backend, meta, host, None)
+        return backend, meta, probe, (time.perf_counter() - t0) * 1000
+
+    def preload(self, specs: Iterable[EntryPointSpec], timeout: float | None = None) -> None:
+        """Load several plugins with one thread hand-off (``_guard.call_many``); the registry
+        lock is not held while plugin code runs, so a plugin that hangs blocks nobody."""
+        from ._fast import INSTANCES
+
+        todo = [s for s in specs if id(s) not in self._loaded and INSTANCES.get(s.value) is None]
+        if len(todo) < 2:
+            return  # loaded() does it, with the same guard
+        results = call_many(
+            [(f"loading {s.value!r}", partial(_load, s, 0.0)) for s in todo], timeout=timeout
+        )
+        with self._load_lock:
+            for s, (_ok, value) in zip(todo, results, strict=True):
+                self._loaded.setdefault(id(s), value)  # (instance, meta) or the fault
+
     def _load_now(
         self, spec: EntryPointSpec, timeout: float | None
     ) -> tuple[Backend, _Meta] | _Broken:
@@ -630,6 +665,7 @@ class Registry:
         ready: list[tuple[Backend, Probe, _Candidate]] = []
         hardware_unready: list[Probe] = []
         limit = settings.timeout
+        to_probe: list[_Candidate] = []
         for name in sorted(by_name):
             specs = by_name[name]
             c = _Candidate(specs[0])
@@ -655,18 +691,26 @@ class Registry:
                     c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
                 )
                 continue
-            t0 = time.perf_counter()
-            try:
-                c.backend, c.meta = self.loaded(c.spec, limit)
-                if name in host.reader_errors:
-                    raise _Broken(f"reading the machine: {host.reader_errors[name]}")
-                probe = _probe(c.backend, c.meta, host, limit)
-            except _Broken as exc:
-                statuses[name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+            to_probe.append(c)
+
+        # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
+        # for the lot, each call still with its own time limit (see _guard.call_many).
+        self.preload([c.spec for c in to_probe], limit)
+        outcomes = call_many(
+            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
+            timeout=limit,
+        )
+        for c, (ok, value) in zip(to_probe, outcomes, strict=True):
+            name = c.name
+            if not ok:
+                got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
+                if isinstance(got, tuple):
+                    c.backend, c.meta = got
+                statuses[name] = _status(c, "broken", error=value.reason, traceback=value.tb)
+                timings[f"probe:{name}"] = 0.0
                 continue
-            finally:
-                timings[f"probe:{name}"] = (time.perf_counter() - t0) * 1000
-            ms = timings[f"probe:{name}"]
+            c.backend, c.meta, probe, ms = value
+            timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
             statuses[name] = _status(c, state, probe=probe, probe_ms=ms)
             if probe.available:
@@ -1059,6 +1103,8 @@ def installed_backends(env: Mapping[str, str] | None = None) -> list[Backend]:
     reg = _default_registry()
     out: list[Backend] = []
     seen: set[str] = set()
+    first = {s.name: s for s in reversed(reg.specs)}  # the first spec of each name wins
+    reg.preload([s for s in first.values() if _allowed(s, settings)], timeout=settings.timeout)
     for spec in reg.specs:
         if spec.name in seen or not _allowed(spec, settings):
             continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -91,6 +92,22 @@ class Backend(BaseBackend):
 
 def good_plugin(name: str, priority: int = 50) -> str:
     return GOOD.format(name=name, priority=priority)
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """This process's environment without the library's own ``HWBACKENDS_*`` settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
+    env.update(extra)
+    return env
+
+
+def run_python(
+    *argv: str, env: dict[str, str], cwd: Path | None = None, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python ARGV`` with this interpreter, output captured as text."""
+    return subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout
+    )
 
 
 def pip_install(project: Path, target: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from coretest import clean_env, run_python
 
 from hwbackends import Host
 from hwbackends._errors import BackendUnavailableError, VisibilityError
@@ -28,18 +29,10 @@ pytestmark = pytest.mark.skipif(
 
 
 def cli(*argv: str, pythonpath: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
-    env.update({"COLUMNS": "200", "NO_COLOR": "1", "PYTHONIOENCODING": "utf-8"})
+    env = clean_env(COLUMNS="200", NO_COLOR="1", PYTHONIOENCODING="utf-8")
     if pythonpath is not None:
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [pythonpath, env.get("PYTHONPATH")]))
-    return subprocess.run(
-        [sys.executable, "-m", "hwbackends", *argv],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
+    return run_python("-m", "hwbackends", *argv, env=env, cwd=ROOT, timeout=300)
 
 
 @pytest.fixture

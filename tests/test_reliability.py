@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from coretest import Site, good_plugin
+from coretest import Site, clean_env, good_plugin, run_python
 
 import hwbackends
 from hwbackends import Host, VisibilityError
@@ -30,31 +30,12 @@ L40S = ROOT / "docs/hosts/two-l40s.json"
 H100 = ROOT / "docs/hosts/eight-h100.json"
 
 
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
-    env.update(extra)
-    return env
-
-
 def python(code: str, *, env: dict[str, str], cwd: Path | None = None, timeout: float = 120):
-    return subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=cwd,
-        timeout=timeout,
-    )
+    return run_python("-c", code, env=env, cwd=cwd, timeout=timeout)
 
 
 def cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "hwbackends", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
+    return run_python("-m", "hwbackends", *args, env=env, timeout=timeout)
 
 
 # -- 1. the environment guard -----------------------------------------------------------------

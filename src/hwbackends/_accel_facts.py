@@ -325,6 +325,8 @@ class AcceleratorBackend(BaseBackend):
             # them) are not consulted; the declared packages say whether software is ready.
             quick = self.software_without_hardware(host)
             if quick is _CONSULT:
+                # The declarations pass: the stacks decide. Not find(): its extra_problem hook
+                # reads hardware facts (and their module), which mean nothing without hardware.
                 found = [st.problem(host, frozenset()) for st in self.stacks]
                 ready = any(why is None for why in found)
                 whys = [why for why in found if why is not None]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
+from ._guard import ResultError
 from ._record import field, frozen
 from ._version import API_VERSION
 
@@ -331,8 +332,6 @@ _ELEMENTS = {"attention": AttentionOption, "quantization": QuantSupport, "limita
 def checked(value: object, cls: type[_T], what: str) -> _T:
     """A fresh ``cls`` with ``value``'s fields, each of the declared type; else ``ResultError``
     naming ``what`` (``"acme.probe()"``), the fields and the types expected."""
-    from ._guard import ResultError
-
     if not isinstance(value, cls):
         raise ResultError(
             f"{what} returned {type(value).__name__}, expected hwbackends.{cls.__name__}"

@@ -270,7 +270,7 @@ def plugin_call(
     The call runs under the plugin guard; a result of the wrong type, an exception, a hang
     or an environment edit becomes a ``PluginError`` that names the backend and its method.
     ``expect`` is a protocol value class (``Capabilities``, ``Probe``) checked field by field,
-    or ``list`` for a list of ``Device``.
+    ``list`` for a list of ``Device``, or ``dict`` for variable names to string values.
     """
     what = f"{name}.{method}()"
 
@@ -280,6 +280,15 @@ def plugin_call(
             if not isinstance(got, list):
                 raise ResultError(f"{what} returned {type(got).__name__}, expected a list")
             return [checked(d, Device, what) for d in got]
+        if expect is dict:
+            if not isinstance(got, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in got.items()
+            ):
+                raise ResultError(
+                    f"{what} returned {type(got).__name__}, expected a dict of variable names "
+                    "to string values"
+                )
+            return dict(got)
         return checked(got, expect, what) if expect is not None else got
 
     try:

@@ -931,6 +931,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
             report.chosen,
             "visibility_env",
             lambda: backend.visibility_env(indices, host=report.host, env=env),
+            dict,
             passthrough=(VisibilityError,),  # a selection the runtime cannot express: the user's
         )
     except VisibilityError as exc:
@@ -949,17 +950,6 @@ def cmd_pin(args: argparse.Namespace) -> int:
             f"run `hwbackends devices{' ' + same if same else ''}` to list the physical indices "
             "and pick from them",
         ) from None
-    if not isinstance(assignment, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in assignment.items()
-    ):
-        from ._errors import PluginError
-
-        raise PluginError(
-            f"the {report.chosen} backend is broken: visibility_env() returned "
-            f"{type(assignment).__name__}",
-            "a dict of variable names to string values",
-            "update or uninstall the plugin",
-        )
     from .visibility import visibility_unset
 
     unset = [k for k in visibility_unset(backend) if k not in assignment]

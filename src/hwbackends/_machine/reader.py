@@ -13,10 +13,10 @@ import sys
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
 from hwbackends._base.files import _listdir, _read_text, match_node
-from hwbackends._base.guard import PluginFault, call, describe
+from hwbackends._base.guard import PluginFault, call, describe, plain
 from hwbackends._discovery.catalog import KNOWN_PLUGINS
 from hwbackends._discovery.dists import _scan_packages
-from hwbackends._discovery.loading import installed_backends
+from hwbackends._discovery.loading import Meta, installed_backends, meta_of
 from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
 
 TYPE_CHECKING = False
@@ -130,26 +130,40 @@ def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
     return _class_ok(klass, getattr(obj, "pci_classes", ()))
 
 
-def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R]) -> _R | None:
+def _hook(
+    errors: dict[str, str], meta: Meta, what: str, fn: Callable[[], _R], owner: str | None
+) -> _R | None:
     """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised.
 
     A hook the plugin does not override is ``BaseBackend``'s own code: it runs inline (no
     thread hand-off), its errors recorded the same way."""
-    name = backend.name if isinstance(getattr(backend, "name", None), str) else "?"
+    name = meta.name
     method = what.partition("(")[0]
     # BaseBackend marks its own hooks (the reader sits below the plugin kit and cannot import
     # it): those run inline, with no thread hand-off.
-    if getattr(getattr(type(backend), method, None), "hwbackends_default", False):
+    if method not in meta.own_hooks:
         try:
             return fn()
         except Exception as exc:
             errors.setdefault(name, f"{name}.{what} raised {describe(exc)}")
             return None
     try:
-        return call(f"{name}.{what}", fn)
+        return call(f"{name}.{what}", fn, owner=owner)
     except PluginFault as exc:
         errors.setdefault(name, exc.reason)
         return None
+
+
+def _metas(backends: Sequence[Any], errors: dict[str, str]) -> list[tuple[Any, Meta]]:
+    """Each backend with its declarations, read once under the guard; one whose declarations
+    cannot be read is recorded in ``errors`` and left out."""
+    out = []
+    for b in backends:
+        try:
+            out.append((b, meta_of(b)))
+        except PluginFault as exc:
+            errors.setdefault(f"{type(b).__name__}", exc.reason)
+    return out
 
 
 class _Function:
@@ -181,10 +195,11 @@ def _read_devices(
 ) -> tuple[HostDevice, ...]:
     """PCI functions claimed by ``backends`` (then ordered by each one's hook), plus known
     and unclaimed accelerators."""
-    claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
-    served = {getattr(b, "vendor", None) for b in backends}
+    metas = _metas(backends, errors)
+    claimers = [(b, m) for b, m in metas if m.vendor and m.pci_vendor_ids]
+    served = {m.vendor for _, m in metas}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
-    own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
+    own: dict[int, list[HostDevice]] = {id(b): [] for b, _ in metas}
     others: list[HostDevice] = []
     base = os.path.join(root, "sys/bus/pci/devices")
     for bus in _listdir(base):  # sorted: PCI bus order, which is NVML's order
@@ -197,9 +212,9 @@ def _read_devices(
         did = _hex(_read_text(os.path.join(d, "device"), 32))
 
         fn = _Function(d, bus.lower(), vid, did, klass_text)
-        owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
+        owner = next(((b, m) for b, m in claimers if _claims(m, vid, did, klass)), None)
         if owner is not None:
-            own[id(owner)].append(fn.device(owner.vendor))
+            own[id(owner[0])].append(fn.device(owner[1].vendor or ""))
             continue
         cat = next((k for k in known if _claims(k, vid, did, klass)), None)
         if cat is not None:
@@ -207,18 +222,32 @@ def _read_devices(
         elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
             others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
     out: list[HostDevice] = []
-    for b in backends:
+    for b, m in metas:
         found = tuple(own[id(b)])
 
         def read(b: Any = b, found: tuple[HostDevice, ...] = found) -> tuple[HostDevice, ...]:
             got = b.read_devices(root, found, system=sysname, machine=machine)
             if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
                 raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
-            return tuple(got)
+            return tuple(_plain_device(x) for x in got)
 
-        got = _hook(errors, b, "read_devices()", read)
+        got = _hook(errors, m, "read_devices()", read, _owner(b))
         out.extend(found if got is None else got)
     return tuple(out + others)
+
+
+def _owner(b: Any) -> str | None:
+    # the name a plugin's calls are blocked under once one hangs (loading's entry-point name)
+    from hwbackends._discovery.loading import _declared
+
+    got = _declared.get(id(b))
+    return got[1].name if got is not None and got[0] is b else None
+
+
+def _plain_device(d: HostDevice) -> HostDevice:
+    """A HostDevice whose fields are exact builtin copies (run inside the guard)."""
+    fields = type(d).__dict__.get("__record_fields__", ())
+    return HostDevice(**{f.name: plain(getattr(d, f.name)) for f in fields})
 
 
 def _read_memtotal(root: str) -> int | None:
@@ -228,7 +257,7 @@ def _read_memtotal(root: str) -> int | None:
         key, _, rest = line.partition(":")
         if key == "MemTotal":
             parts = rest.split()
-            if parts and parts[0].isdigit():
+            if parts and parts[0].isdigit() and len(parts[0]) <= 20:
                 return int(parts[0]) * 1024
     return None
 
@@ -236,29 +265,28 @@ def _read_memtotal(root: str) -> int | None:
 def _read_cpu(root: str) -> CpuInfo:
     model = ""
     flags: frozenset[str] = frozenset()
-    try:
-        with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8", errors="replace") as f:
-            for line in f:  # the first processor block is enough
-                if not line.strip():
-                    break
-                k, _, v = line.partition(":")
-                k = k.strip()
-                if k == "model name":
-                    model = v.strip()
-                elif k in ("flags", "Features"):
-                    flags = frozenset(v.split())
-    except OSError:
-        pass
+    # bounded and non-blocking: a FIFO or a link to /dev/zero under --root must not hang or
+    # grow; the first processor block is well inside the first 64 KiB
+    text = _read_text(os.path.join(root, "proc/cpuinfo"), 1 << 16) or ""
+    for line in text.splitlines():  # the first processor block is enough
+        if not line.strip():
+            break
+        k, _, v = line.partition(":")
+        k = k.strip()
+        if k == "model name":
+            model = v.strip()[:200]
+        elif k in ("flags", "Features"):
+            flags = frozenset(v.split())
     return CpuInfo(model=model, count=os.cpu_count() or 1, flags=flags)
 
 
 def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
     """``/dev`` names that match a declared pattern of an installed or known backend."""
     patterns: set[str] = set()
-    for b in (*backends, *KNOWN_PLUGINS):
-        pats = getattr(b, "device_nodes", ())
-        if isinstance(pats, tuple):
-            patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
+    for _, m in _metas(backends, {}):
+        patterns.update(p for p in m.device_nodes if ".." not in p)
+    for k in KNOWN_PLUGINS:
+        patterns.update(p for p in k.device_nodes if ".." not in p)
     by_dir: dict[str, list[str]] = {}
     for p in patterns:
         folder, _, _ = p.rpartition("/")
@@ -274,7 +302,7 @@ def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
 
 def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) -> dict[str, str]:
     drivers: dict[str, str] = {}
-    for b in backends:
+    for b, m in _metas(backends, errors):
 
         def read(b: Any = b) -> dict[str, str]:
             got = b.read_drivers(root)
@@ -282,9 +310,9 @@ def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) ->
                 isinstance(k, str) and isinstance(v, str) for k, v in got.items()
             ):
                 raise TypeError(f"returned {type(got).__name__}, expected dict[str, str]")
-            return dict(got)
+            return {plain(k): plain(v) for k, v in dict(got).items()}
 
-        got = _hook(errors, b, "read_drivers()", read)
+        got = _hook(errors, m, "read_drivers()", read, _owner(b))
         if got is not None:
             drivers.update(got)
     return drivers

@@ -20,7 +20,13 @@ from hwbackends._base.errors import (
     PluginError,
     VisibilityError,
 )
-from hwbackends._base.guard import ResultError, call_many
+from hwbackends._base.guard import (
+    ResultError,
+    call_many,
+    late_writes,
+    plain,
+    running_plugin_code,
+)
 from hwbackends._base.protocol import Device, Probe, checked
 from hwbackends._base.record import mutable
 from hwbackends._base.settings import (
@@ -30,8 +36,10 @@ from hwbackends._base.settings import (
     close_matches,
     listed,
     unknown_settings,
+    warn_once,
 )
 from hwbackends._discovery import loading
+from hwbackends._discovery.catalog import check_listed_names
 from hwbackends._discovery.loading import (
     Broken,
     Meta,
@@ -111,7 +119,7 @@ def plugin_call(
         return checked(got, expect, what) if expect is not None else got
 
     try:
-        return guarded(what, run, passthrough=passthrough)  # type: ignore[no-any-return]
+        return guarded(what, run, passthrough=passthrough, owner=name)  # type: ignore[no-any-return]
     except Broken as exc:
         raise PluginError(
             f"the {name} backend is broken: {exc.reason}",
@@ -122,7 +130,9 @@ def plugin_call(
 
 def _probe(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> Probe:
     what = f"{meta.name}.probe()"
-    p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
+    p: Probe = guarded(
+        what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout, owner=meta.name
+    )
     if p.backend != meta.name:
         raise Broken(f"{what} returned a Probe for {p.backend!r}")
     return p
@@ -139,7 +149,7 @@ def _devices(
             raise ResultError(f"{what} returned {type(got).__name__}, expected a list of Device")
         return [checked(d, Device, what) for d in got]
 
-    return guarded(what, run, timeout=timeout)
+    return guarded(what, run, timeout=timeout, owner=name)
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -177,35 +187,6 @@ def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
         vendor=m.vendor if m is not None else None,
         **kw,
     )
-
-
-def _vendor_of(b: object) -> str | None:
-    v = getattr(b, "vendor", None) if b is not None else None
-    return v if isinstance(v, str) and v else None
-
-
-def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPointSpec]]) -> None:
-    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
-    and the known plugins of the catalog (a cluster-wide setting names plugins some machines
-    lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
-
-    names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
-    dists = {s.dist for specs in installed.values() for s in specs}
-    dists |= {k.distribution for k in KNOWN_PLUGINS}
-    for var, names_listed in (
-        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
-        ("HWBACKENDS_DISABLE", settings.deny),
-    ):
-        for name in sorted(names_listed):
-            if name in names or name in dists:
-                continue
-            raise BackendNotFoundError(
-                f"{var} names {name!r}, which is no backend{close_matches(name, names)}",
-                f"comma-separated backend names from {', '.join(sorted(names))}",
-                f"correct or remove {name!r} in {var} (`hwbackends plugins` lists the installed "
-                "ones)",
-            )
 
 
 class Registry(Plugins):
@@ -262,8 +243,9 @@ class Registry(Plugins):
                 f"one of {', '.join(sorted(by_name))}",
                 f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
             )
-        _check_listed_names(settings, by_name)
-        warnings.extend(unknown_settings(env))
+        said = check_listed_names(settings, by_name) + unknown_settings(env)
+        warn_once(said)
+        warnings.extend(said)
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
@@ -300,12 +282,22 @@ class Registry(Plugins):
 
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
-        self.preload([c.spec for c in to_probe], limit)
+        # The built-in cpu is hwbackends' own code: never subject to the plugin time limit, so
+        # a tiny HWBACKENDS_TIMEOUT or a loaded machine cannot leave a process with no backend.
+        builtin = [c for c in to_probe if _builtin(c.spec)]
+        plugins = [c for c in to_probe if not _builtin(c.spec)]
+        self.preload([c.spec for c in plugins], limit)
         outcomes = call_many(
-            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
+            [
+                (f"{c.name}.probe()", partial(self._load_and_probe, c, host), c.name)
+                for c in plugins
+            ],
             timeout=limit,
+        ) + call_many(
+            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in builtin],
+            timeout=0.0,
         )
-        for c, (ok, value) in zip(to_probe, outcomes, strict=True):
+        for c, (ok, value) in zip(plugins + builtin, outcomes, strict=True):
             name = c.name
             if not ok:
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
@@ -357,8 +349,9 @@ class Registry(Plugins):
                 # The core reads the visibility variables with the backend's declared rule
                 # first: a value the runtime would reject is the user's error (raised as
                 # is), while a VisibilityError from the plugin's own devices() is its fault.
-                vis_report = _visibility(backend, c, env, host, limit)
-                devices = _devices(backend, c.name, host, env, limit)
+                own = 0.0 if _builtin(c.spec) else limit
+                vis_report = _visibility(backend, c, env, host, own)
+                devices = _devices(backend, c.name, host, env, own)
             except Broken as exc:
                 statuses[c.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
                 passed_over.append(c.name)
@@ -396,10 +389,19 @@ class Registry(Plugins):
                 "change the visibility variables, or unset HWBACKENDS_BACKEND",
             )
         if chosen is None:
+            cpu = statuses.get("cpu")
+            if cpu is not None and cpu.state == "disabled":
+                fix = "remove cpu from HWBACKENDS_DISABLE"
+            else:
+                fix = (
+                    "this is a bug in hwbackends or its installation: reinstall hwbackends and "
+                    "report the reason above"
+                )
             raise BackendUnavailableError(
-                "no backend is available, not even cpu",
+                "no backend is available, not even cpu"
+                + (f" (cpu is {cpu.state}: {cpu.reason})" if cpu is not None else ""),
                 "at least the built-in cpu backend",
-                "remove cpu from HWBACKENDS_DISABLE / add it to HWBACKENDS_PLUGINS",
+                fix,
             )
         statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
 
@@ -425,6 +427,7 @@ class Registry(Plugins):
         for p in hardware_unready:
             fix = f" Fix: {p.hint}" if p.hint else ""
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        warnings.extend(late_writes())
         warnings.extend(unserved)
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
@@ -464,13 +467,14 @@ def _visibility(
     """
     from hwbackends._visibility.explain import explain_visibility, rule_of
 
-    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit)
+    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit, owner=c.name)
     variables = tuple(v for v in rule.variables if isinstance(v, str))
     rep = guarded(
         f"the {c.name} visibility rule",
         lambda: explain_visibility(backend, env, host),
         passthrough=(VisibilityError,),
         timeout=limit,
+        owner=c.name,
     )
     return rep, variables
 
@@ -478,6 +482,10 @@ def _visibility(
 def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
     keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
     return ", ".join(f"{k}={env[k]!r}" for k in keys)
+
+
+def _builtin(spec: EntryPointSpec) -> bool:
+    return spec.value.startswith("hwbackends._") and spec.dist == "hwbackends"
 
 
 def _conflict(specs: list[EntryPointSpec]) -> str | None:
@@ -559,6 +567,7 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     ``os.environ`` or, for a simulated host that declares one, the host file's ``env``.
     """
     global _cached
+    refuse_nested()
     if env is None and host is None:
         if _cached is not None:
             return _cached
@@ -567,12 +576,47 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
                 e, h, s = resolve_inputs(None, None)
                 report = _default_registry().select(e, h, s)
                 _strict_check(report, s)
-                _cached = report
+                _cached = _agree_with_cache(report)
             return _cached
     e, h, s = resolve_inputs(env, host)
     report = _default_registry().select(e, h, s)
     _strict_check(report, s)
     return report
+
+
+def refuse_nested() -> None:
+    """Plugin code asking for the selection while it is being selected would wait for itself
+    (the selection lock is held by the caller it runs for): refuse at once instead."""
+    if running_plugin_code():
+        raise PluginError(
+            "a plugin called hwbackends.current() / explain() from its own code (its import, "
+            "probe or another hook), while hwbackends was selecting a backend",
+            "plugin code that does not ask hwbackends for the selection it is part of",
+            "remove the call from the plugin: a plugin is given the host and environment it "
+            "needs as arguments",
+        )
+
+
+def _agree_with_cache(report: SelectionReport) -> SelectionReport:
+    """``current()`` may have answered from the selection cache earlier in this process; the
+    full selection is the truth: when it differs, the report says so, the stored answer is
+    dropped, and ``current()`` answers the report's backend from now on."""
+    import sys
+
+    cache = sys.modules.get("hwbackends._selection.cache")
+    given = getattr(cache, "_chosen", None) if cache is not None else None
+    if given is None or getattr(given, "name", None) == report.chosen:
+        return report
+    cache.drop_answer()  # type: ignore[union-attr]
+    from hwbackends._base.record import replace
+
+    note = (
+        f"current() answered {given.name!r} earlier in this process from the selection cache, "
+        f"but a full selection chooses {report.chosen!r}; the cached answer was dropped and "
+        f"current() returns {report.chosen!r} from now on"
+    )
+    warn_once([note])
+    return replace(report, warnings=(*report.warnings, note))
 
 
 def _strict_check(report: SelectionReport, s: Settings) -> None:
@@ -606,21 +650,31 @@ def get(name: str) -> Backend:
 def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
-    patterns plus their ``watch_paths`` (relative to the root)."""
+    patterns plus their ``watch_paths`` (relative to the root). Every declaration is read
+    under the guard (the node patterns and watch paths once, at load)."""
+    from hwbackends._discovery.loading import meta_of
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
     paths: set[str] = set()
     for b in installed_backends():
+        try:
+            meta = meta_of(b)
+        except Broken:  # a broken declaration: selection reports it
+            continue
+
+        def variables(b: Backend = b) -> tuple[str, ...]:
+            return tuple(plain(v) for v in rule_of(b).variables if isinstance(v, str))
+
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
-            names.update(v for v in rule_of(b).variables if isinstance(v, str))
-        except Exception:  # a broken declaration: selection reports it
+            names.update(guarded(f"{meta.name}.visibility", variables, owner=meta.name))
+        except Broken:
             pass
-        for p in getattr(b, "watch_paths", ()) or ():
-            if isinstance(p, str) and not p.startswith("/") and ".." not in p.split("/"):
+        for p in meta.watch_paths:
+            if not p.startswith("/") and ".." not in p.split("/"):
                 paths.add(p)
-        for pat in getattr(b, "device_nodes", ()) or ():
-            if isinstance(pat, str) and "/" in pat and ".." not in pat.split("/"):
+        for pat in meta.device_nodes:
+            if "/" in pat and ".." not in pat.split("/"):
                 paths.add("dev/" + pat.rpartition("/")[0])
     return tuple(sorted(names)), tuple(sorted(paths))
 

@@ -364,8 +364,15 @@ def launch_plan(
         from hwbackends.visibility import visibility_unset
 
         try:
-            node_env = t.backend.visibility_env(
-                [d.physical_index for d in used], host=t.host, env=t.env
+            from hwbackends._selection.registry import plugin_call
+
+            picked = [d.physical_index for d in used]
+            node_env = plugin_call(  # plugin code: under the guard, its result copied
+                t.name,
+                "visibility_env",
+                lambda: t.backend.visibility_env(picked, host=t.host, env=t.env),
+                dict,
+                passthrough=(VisibilityError,),
             )
             unset = tuple(k for k in visibility_unset(t.backend) if k not in node_env)
             bad = bad_variable_names([*node_env, *unset])

@@ -62,6 +62,7 @@ __all__ = [
     "forget_hung",
     "late_writes",
     "plain",
+    "refuse_nested",
     "running_plugin_code",
     "timeout_from",
 ]
@@ -525,6 +526,21 @@ def running_plugin_code() -> bool:
     """Whether the calling thread is running a plugin call right now (or is a worker)."""
     ident = _thread.get_ident()
     return ident in _plugin_threads or ident in _recorders
+
+
+def refuse_nested() -> None:
+    """Plugin code asking for the selection while it is being selected would wait for itself
+    (the selection lock is held by the caller it runs for): refuse at once instead."""
+    if running_plugin_code():
+        from hwbackends._base.errors import PluginError
+
+        raise PluginError(
+            "a plugin called hwbackends.current() / explain() from its own code (its import, "
+            "probe or another hook), while hwbackends was selecting a backend",
+            "plugin code that does not ask hwbackends for the selection it is part of",
+            "remove the call from the plugin: a plugin is given the host and environment it "
+            "needs as arguments",
+        )
 
 
 # -- fork ----------------------------------------------------------------------------------

@@ -109,12 +109,19 @@ class Meta:
     priority: int
     vendor: str | None
     pci_vendor_ids: tuple[int, ...] = ()
-    pci_device_ids: tuple[int, ...] = ()
+    #: None: not read at load, because it may load a fact table (``only_known_ids``); the
+    #: reader reads it, under the guard, when a PCI function of one of the vendor ids is found
+    pci_device_ids: tuple[int, ...] | None = None
     pci_classes: tuple[int, ...] = ()
     device_nodes: tuple[str, ...] = ()
     watch_paths: tuple[str, ...] = ()
     #: reading hooks the plugin overrides (BaseBackend's own run inline, without a hand-off)
     own_hooks: tuple[str, ...] = ("read_devices", "read_drivers")
+
+
+def read_ints(v: object) -> tuple[int, ...]:
+    """A declaration's integers as exact builtin copies (what is not an int is left out)."""
+    return _ints(v)
 
 
 def _ints(v: object) -> tuple[int, ...]:
@@ -129,8 +136,7 @@ def _strs(v: object) -> tuple[str, ...]:
     return tuple(plain(x) for x in v if isinstance(x, str))
 
 
-_DECLARED = ("vendor", "pci_vendor_ids", "pci_device_ids", "pci_classes", "device_nodes",
-             "watch_paths")  # fmt: skip
+_DECLARED = ("vendor", "pci_vendor_ids", "pci_classes", "device_nodes", "watch_paths")  # fmt: skip
 
 
 def inspect_backend(inst: object, expected_name: str | None) -> Meta:
@@ -154,7 +160,7 @@ def inspect_backend(inst: object, expected_name: str | None) -> Meta:
         plain(values["priority"]),
         plain(vendor) if isinstance(vendor, str) and vendor else None,
         _ints(declared["pci_vendor_ids"]),
-        _ints(declared["pci_device_ids"]),
+        None,
         _ints(declared["pci_classes"]),
         _strs(declared["device_nodes"]),
         _strs(declared["watch_paths"]),

@@ -16,7 +16,7 @@ from hwbackends._base.files import _listdir, _read_text, match_node
 from hwbackends._base.guard import PluginFault, call, describe, plain
 from hwbackends._discovery.catalog import KNOWN_PLUGINS
 from hwbackends._discovery.dists import _scan_packages
-from hwbackends._discovery.loading import Meta, installed_backends, meta_of
+from hwbackends._discovery.loading import Meta, installed_backends, meta_of, read_ints
 from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
 
 TYPE_CHECKING = False
@@ -120,14 +120,18 @@ def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
     return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
 
 
-def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
-    ids = getattr(obj, "pci_vendor_ids", ())
-    if vid not in ids:
+def _claims(
+    obj: Any, vid: int, did: int | None, klass: int, dids: tuple[int, ...] | None = None
+) -> bool:
+    """Whether a declaration (a backend's ``Meta`` or a known plugin) claims a PCI function;
+    ``dids``: its device ids when the declaration does not hold them (read lazily)."""
+    if vid not in obj.pci_vendor_ids:
         return False
-    dids = getattr(obj, "pci_device_ids", ())
+    if dids is None:
+        dids = obj.pci_device_ids or ()
     if dids and did not in dids:
         return False
-    return _class_ok(klass, getattr(obj, "pci_classes", ()))
+    return _class_ok(klass, obj.pci_classes)
 
 
 def _hook(
@@ -197,6 +201,7 @@ def _read_devices(
     and unclaimed accelerators."""
     metas = _metas(backends, errors)
     claimers = [(b, m) for b, m in metas if m.vendor and m.pci_vendor_ids]
+    device_ids: dict[int, tuple[int, ...]] = {}
     served = {m.vendor for _, m in metas}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
     own: dict[int, list[HostDevice]] = {id(b): [] for b, _ in metas}
@@ -212,7 +217,15 @@ def _read_devices(
         did = _hex(_read_text(os.path.join(d, "device"), 32))
 
         fn = _Function(d, bus.lower(), vid, did, klass_text)
-        owner = next(((b, m) for b, m in claimers if _claims(m, vid, did, klass)), None)
+        owner = next(
+            (
+                (b, m)
+                for b, m in claimers
+                if vid in m.pci_vendor_ids
+                and _claims(m, vid, did, klass, _device_ids(b, m, device_ids, errors))
+            ),
+            None,
+        )
         if owner is not None:
             own[id(owner[0])].append(fn.device(owner[1].vendor or ""))
             continue
@@ -234,6 +247,28 @@ def _read_devices(
         got = _hook(errors, m, "read_devices()", read, _owner(b))
         out.extend(found if got is None else got)
     return tuple(out + others)
+
+
+def _device_ids(
+    b: Any, m: Meta, known: dict[int, tuple[int, ...]], errors: dict[str, str]
+) -> tuple[int, ...]:
+    """A backend's ``pci_device_ids``, read once under the guard when first needed (it may
+    load the plugin's fact table, which a machine without its vendor's devices never needs)."""
+    if m.pci_device_ids is not None:
+        return m.pci_device_ids
+    got = known.get(id(b))
+    if got is None:
+        try:
+            got = call(
+                f"{m.name}.pci_device_ids",
+                lambda: read_ints(getattr(b, "pci_device_ids", ())),
+                owner=_owner(b),
+            )
+        except PluginFault as exc:
+            errors.setdefault(m.name, exc.reason)
+            got = ()
+        known[id(b)] = got
+    return got
 
 
 def _owner(b: Any) -> str | None:

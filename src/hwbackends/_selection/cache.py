@@ -363,9 +363,9 @@ def cached_backend() -> Backend | None:
     Thread-safe: concurrent first calls get one answer."""
     if _chosen is not None:
         return _chosen
-    from hwbackends._selection.registry import refuse_nested
-
-    refuse_nested()  # plugin code asking would wait on the lock its own caller holds
+    guard = sys.modules.get("hwbackends._base.guard")  # not imported: no plugin code runs
+    if guard is not None:
+        guard.refuse_nested()  # plugin code asking would wait on the lock its caller holds
     with _lock:
         if _chosen is not None:
             return _chosen
@@ -393,16 +393,21 @@ def _select() -> Backend | None:
             backend, caveats = hit
             LAST = "hit"
             _chosen = backend
-            from hwbackends._base.settings import unknown_settings, warn_once
+            said: list[str] = []
+            if any(k[:9].upper() == "HWBACKEND" for k in os.environ):  # settings: only then
+                from hwbackends._base.settings import unknown_settings
 
-            said = unknown_settings(os.environ)
+                said = unknown_settings(os.environ)
             if caveats:
                 said.append(
                     f"hwbackends.current() answered {backend.name!r} from the selection cache; "
                     f"the selection that stored it said: {'; '.join(caveats)} (run "
                     "`hwbackends env` for the full report)"
                 )
-            warn_once(said)
+            if said:
+                from hwbackends._base.settings import warn_once
+
+                warn_once(said)
             return backend
     finally:
         if dfd is not None:

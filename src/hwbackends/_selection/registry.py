@@ -25,7 +25,7 @@ from hwbackends._base.guard import (
     call_many,
     late_writes,
     plain,
-    running_plugin_code,
+    refuse_nested,
 )
 from hwbackends._base.protocol import Device, Probe, checked
 from hwbackends._base.record import mutable
@@ -115,8 +115,13 @@ def plugin_call(
                     f"{what} returned {type(got).__name__}, expected a dict of variable names "
                     "to string values"
                 )
-            return dict(got)
-        return checked(got, expect, what) if expect is not None else got
+            return {plain(k): plain(v) for k, v in dict(got).items()}
+        if expect is not None:
+            return checked(got, expect, what)
+        try:  # an exact builtin copy where it is one (tuples of str, ...), else as it is
+            return plain(got)
+        except ResultError:
+            return got
 
     try:
         return guarded(what, run, passthrough=passthrough, owner=name)  # type: ignore[no-any-return]
@@ -582,19 +587,6 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     report = _default_registry().select(e, h, s)
     _strict_check(report, s)
     return report
-
-
-def refuse_nested() -> None:
-    """Plugin code asking for the selection while it is being selected would wait for itself
-    (the selection lock is held by the caller it runs for): refuse at once instead."""
-    if running_plugin_code():
-        raise PluginError(
-            "a plugin called hwbackends.current() / explain() from its own code (its import, "
-            "probe or another hook), while hwbackends was selecting a backend",
-            "plugin code that does not ask hwbackends for the selection it is part of",
-            "remove the call from the plugin: a plugin is given the host and environment it "
-            "needs as arguments",
-        )
 
 
 def _agree_with_cache(report: SelectionReport) -> SelectionReport:

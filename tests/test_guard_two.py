@@ -408,6 +408,8 @@ def _c_getenv(name: str) -> bytes | None:
 def test_environment_writes_that_bypass_os_environ_are_caught_and_undone(
     site: Site, how: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import ctypes  # noqa: F401 - loaded before the call: the C environment is compared
+
     monkeypatch.setenv("HWB_PRESENT", "mine")
     site.add_plugin(
         "acme",

@@ -32,6 +32,9 @@ _active = 0  # plugin calls under way (entered, not yet settled)
 _saved: tuple[Any, Any] | None = None  # the os.putenv / os.unsetenv that the wrappers replaced
 _seq = 0  # counts the writes seen while wrapped
 _last: dict[str, tuple[int, int]] = {}  # variable -> (thread ident, seq) of its last write
+# variable -> the value an undo puts back: the application's latest write, or the value before
+# the first plugin write (several plugin calls may write one variable at once)
+_base: dict[str, str | None] = {}
 _undoing: set[int] = set()  # threads running hwbackends' own undo: not a plugin's write
 _abandoned: dict[int, str] = {}  # ident of a worker abandoned for hanging -> its call
 _late: list[str] = []  # writes refused to abandoned calls, for the next report
@@ -58,7 +61,10 @@ def _note(key: object, new: str | None) -> None:
     _last[k] = (ident, _seq)
     rec = _recorders.get(ident)
     if rec is None:
+        _base[k] = new  # the application's write: what any undo must keep
         return  # another thread of the application: not ours to judge
+    if k not in _base:
+        _base[k] = os.environ.get(k)
     entry = rec.get(k)
     if entry is None:
         rec[k] = [os.environ.get(k), new]  # os.environ's mapping is updated after putenv
@@ -102,6 +108,7 @@ def _leave() -> None:
                 os.putenv, os.unsetenv = _saved
             _saved = None
             _last.clear()
+            _base.clear()
 
 
 def _write_back(key: str, value: str | None) -> None:
@@ -123,14 +130,17 @@ def _undo(writes: _Writes, ident: int) -> list[str]:
     changed = []
     with _env_lock:
         for key, (before, after) in writes.items():
-            if before == after and os.environ.get(key) == before:
+            # what an undo would put back: another plugin call's write of the same variable
+            # may be what this one found, and it is no more the application's than this one
+            base = _base.get(key, before)
+            if base == after and os.environ.get(key) == after:
                 continue
             changed.append(key)
             last = _last.get(key)
             if last is not None and last[0] != ident:
                 continue  # written again since, by someone else: theirs stands
             try:  # noqa: SIM105 - contextlib is not imported on the selection path
-                _write_back(key, before)
+                _write_back(key, base)
             except Exception:
                 pass
     return sorted(changed)
@@ -230,46 +240,56 @@ class _State:
         return out
 
     def _env_bypass(self, writes: _Writes, ident: int) -> list[str]:
-        """Environment changes that did not go through os.putenv/os.unsetenv."""
+        """Environment changes that did not go through os.putenv/os.unsetenv: judged only
+        where the C environment was read before the call too (``ctypes`` loaded), because
+        only it tells an edit of os.environ's mapping from an application write still under
+        way (``os.environ`` calls putenv first, then updates its mapping)."""
+        if self.c_env is None:
+            return []
         found: list[str] = []
         data = os.environ._data  # type: ignore[attr-defined]
         fsdecode = os.fsdecode
 
-        def others(key: str) -> bool:  # written through os.environ by another thread since
+        def others(key: str) -> bool:  # written through os.environ by another thread
             last = _last.get(key)
-            return last is not None and last[0] != ident and last[1] > self.seq
+            return last is not None and last[0] != ident
 
         with _env_lock:
+            after = _c_environ()
+            if after is None:
+                return []
+            before = self.c_env
+            real_put, real_unset = _saved or _originals
             for k in set(self.data) | set(data):
                 key = fsdecode(k)
-                if data.get(k) != self.data.get(k) and key not in writes and not others(key):
+                now = data.get(k)
+                if (
+                    now != self.data.get(k)
+                    and now != after.get(k)
+                    and key not in writes
+                    and not others(key)
+                ):  # the mapping changed and no longer says what the C environment holds
                     found.append(f"{key} (edited os.environ's mapping)")
-                    if data.get(k) is None:
-                        data[k] = self.data[k]
+                    if k in after:
+                        data[k] = after[k]
                     else:
-                        del data[k]
-                        if k in self.data:
-                            data[k] = self.data[k]
-            after = _c_environ()
-            if after is not None:
-                before = self.c_env if self.c_env is not None else self.data
-                real_put, real_unset = _saved or _originals
-                for k in set(before) | set(after):
-                    key = fsdecode(k)
-                    if (
-                        after.get(k) != before.get(k)
-                        and key not in writes
-                        and not others(key)
-                        and data.get(k) == before.get(k)
-                    ):
-                        found.append(f"{key} (set in the C environment, bypassing os.environ)")
-                        try:
-                            if k in before:
-                                real_put(k, before[k])
-                            else:
-                                real_unset(k)
-                        except Exception:
-                            pass
+                        data.pop(k, None)
+            for k in set(before) | set(after):
+                key = fsdecode(k)
+                if (
+                    after.get(k) != before.get(k)
+                    and key not in writes
+                    and not others(key)
+                    and data.get(k) != after.get(k)
+                ):  # the C value changed behind os.environ's back
+                    found.append(f"{key} (set in the C environment, bypassing os.environ)")
+                    try:
+                        if data.get(k) is not None:
+                            real_put(k, data[k])
+                        else:
+                            real_unset(k)
+                    except Exception:
+                        pass
         return [f"changed the environment: {', '.join(sorted(found))}"] if found else []
 
 
@@ -289,6 +309,7 @@ def reset_after_fork() -> None:
     _abandoned.clear()
     _undoing.clear()
     _last.clear()
+    _base.clear()
     _active = 0
     if _saved is not None and os.putenv is _putenv:
         os.putenv, os.unsetenv = _saved

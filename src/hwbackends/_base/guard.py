@@ -22,8 +22,9 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
   plugin's nor undone. After the call, a variable the plugin changed is put back only if
   nobody wrote it since, atomically against application writes (both take one lock), and the
   plugin is reported broken. What bypasses ``os.putenv`` is caught by comparing after the call:
-  ``os.environ``'s own mapping, and the C environment (what CUDA reads) whenever ``ctypes`` is
-  loaded (a plugin that calls C ``setenv`` through ``ctypes`` has loaded it). A call abandoned
+  ``os.environ``'s own mapping and the C environment (what CUDA reads), whenever
+  ``ctypes`` was loaded before the call (never imported here: it costs more than a
+  selection). A call abandoned
   for hanging that writes later gets a ``PermissionError`` and its write does not happen.
 - **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
   entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and

@@ -427,6 +427,8 @@ def test_environment_writes_that_bypass_os_environ_are_caught_and_undone(
 
 STRESS = r"""
 import json, os, sys, threading
+if sys.argv[3] == "c-env":
+    import ctypes  # the guard then compares the C environment around every call too
 sys.setswitchinterval(1e-6)
 import hwbackends
 from hwbackends import Host
@@ -465,7 +467,8 @@ print(json.dumps({"ops": N * M, "lost": lost[0], "wrong": wrong[0], "writes": wr
 """
 
 
-def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["python", "c-env"])
+def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path, mode: str) -> None:
     s = Site(tmp_path / "site")
     s.path.mkdir()
     s.add_plugin(
@@ -477,7 +480,7 @@ def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path) -
         + "        return super().probe(host)\n",
     )
     env = clean_env(PYTHONPATH=str(s.path), HWBACKENDS_NO_CACHE="1")
-    out = run_python("-c", STRESS, "8", "40", env=env, timeout=300)
+    out = run_python("-c", STRESS, "8", "40", mode, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ops"] == 320 and got["wrong"] == 0, got

@@ -171,9 +171,8 @@ def test_training_kwargs_never_break_what_works_without_them(
     for r in outcomes:
         plain, ours = r["plain"], r["ours"]
         assert isinstance(plain, dict) and isinstance(ours, dict)
-        if plain["ok"] != ours["ok"] or plain.get("error") != ours.get("error"):
-            worse.append(r)
-        elif ours["ok"] and (ours["group"] is None) != (plain["group"] is None):
+        same_group = not ours["ok"] or (ours["group"] is None) == (plain["group"] is None)
+        if plain["ok"] != ours["ok"] or plain.get("error") != ours.get("error") or not same_group:
             worse.append(r)
     assert not worse, json.dumps(worse[:3], indent=1)
     # LOCAL_RANK=-1 alone (issue 22, item 3): works, no group, no ddp_backend
@@ -216,3 +215,34 @@ def test_ranks_agree_with_accelerate_where_it_forms_a_group(
     text = DOCS.read_text(encoding="utf-8")
     for why in set(differ):
         assert why in text, why
+
+
+PRECISION = r"""
+import json, os, tempfile
+from transformers import TrainingArguments
+from hwbackends.accelerate import plan_training
+plan = plan_training()
+args = TrainingArguments(output_dir=tempfile.mkdtemp(), **plan.kwargs)
+print(json.dumps({"kwargs": plan.kwargs, "why": plan.reasons.get("precision"),
+                  "mixed": args.mixed_precision}))
+"""
+
+
+@pytest.mark.parametrize("chosen", ["fp16", "bf16", "no", None])
+def test_the_launchers_mixed_precision_wins(tmp_path: Path, chosen: str | None) -> None:
+    """`accelerate launch --mixed_precision X` exports ACCELERATE_MIXED_PRECISION=X, which
+    TrainingArguments reads unless bf16/fp16 is passed; training_kwargs() passes neither then."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ACCELERATE_")}
+    env.update(HWBACKENDS_PLUGINS="", OMP_NUM_THREADS="1", HF_HOME=str(tmp_path / "hf"))
+    if chosen is not None:
+        env["ACCELERATE_MIXED_PRECISION"] = chosen
+    proc = subprocess.run([sys.executable, "-c", PRECISION], capture_output=True, text=True,
+                          env=env, timeout=600, cwd=tmp_path)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    if chosen is None:  # nothing chosen: hwbackends chooses (bf16 on this CPU)
+        assert seen["kwargs"].get("bf16") is True and seen["mixed"] == "bf16"
+        return
+    assert "bf16" not in seen["kwargs"] and "fp16" not in seen["kwargs"]
+    assert seen["mixed"] == chosen
+    assert seen["why"].startswith(f"{chosen} as chosen by ACCELERATE_MIXED_PRECISION")

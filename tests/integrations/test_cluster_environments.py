@@ -151,10 +151,14 @@ def _sets(tmp: Path) -> dict[str, list[dict[str, str]]]:
 
 @pytest.mark.parametrize("launcher", ["kubeflow", "lsf", "tpu", "sagemaker"])
 def test_init_process_group_forms_a_gloo_group(tmp_path: Path, launcher: str) -> None:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("SLURM_", "OMPI_", "PMI_", "MV2_", "LSB_", "JSM_", "PET_",
-                                "TPU_", "SM_"))
-           and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(
+            ("SLURM_", "OMPI_", "PMI_", "MV2_", "LSB_", "JSM_", "PET_", "TPU_", "SM_")
+        )
+        and k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+    }
     env.update(HWBACKENDS_PLUGINS="", OMP_NUM_THREADS="1")  # fmt: skip
     procs = [
         subprocess.Popen([sys.executable, "-c", WORKER], env={**env, **extra},
@@ -203,25 +207,48 @@ def _generated(tmp: Path, n: int) -> list[tuple[str, dict[str, str]]]:
         port = str(rng.randint(1025, 65535))
         kind = ("torchelastic", "slurm", "lsf", "kubeflow")[i % 4]
         if kind == "torchelastic":
-            env = {"RANK": str(rank), "WORLD_SIZE": str(world), "LOCAL_RANK": str(rank % per),
-                   "GROUP_RANK": str(rank // per), "TORCHELASTIC_RUN_ID": "r",
-                   "MASTER_ADDR": f"n{rng.randint(0, 99)}", "MASTER_PORT": port}
+            env = {
+                "RANK": str(rank),
+                "WORLD_SIZE": str(world),
+                "LOCAL_RANK": str(rank % per),
+                "GROUP_RANK": str(rank // per),
+                "TORCHELASTIC_RUN_ID": "r",
+                "MASTER_ADDR": f"n{rng.randint(0, 99)}",
+                "MASTER_PORT": port,
+            }
         elif kind == "slurm":
             job = str(rng.randint(1, 10**8))
-            env = {"SLURM_PROCID": str(rank), "SLURM_NTASKS": str(world),
-                   "SLURM_STEP_NUM_TASKS": str(world), "SLURM_LOCALID": str(rank % per),
-                   "SLURM_NTASKS_PER_NODE": str(per),  # Lightning refuses --ntasks alone
-                   "SLURM_NODEID": str(rank // per), "SLURM_JOB_ID": job,
-                   "SLURM_JOB_NAME": "train", "SLURM_NODELIST": f"gpu[{rng.randint(1, 9)}-20]",
-                   "SLURM_JOB_NODELIST": "", "SLURM_STEP_NODELIST": ""}
+            env = {
+                "SLURM_PROCID": str(rank),
+                "SLURM_NTASKS": str(world),
+                "SLURM_STEP_NUM_TASKS": str(world),
+                "SLURM_LOCALID": str(rank % per),
+                "SLURM_NTASKS_PER_NODE": str(per),  # Lightning refuses --ntasks alone
+                "SLURM_NODEID": str(rank // per),
+                "SLURM_JOB_ID": job,
+                "SLURM_JOB_NAME": "train",
+                "SLURM_NODELIST": f"gpu[{rng.randint(1, 9)}-20]",
+                "SLURM_JOB_NODELIST": "",
+                "SLURM_STEP_NODELIST": "",
+            }
             env["SLURM_JOB_NODELIST"] = env["SLURM_STEP_NODELIST"] = env["SLURM_NODELIST"]
         elif kind == "lsf":
-            env = {"LSB_JOBID": str(rng.randint(1, 10**7)), "LSB_DJOB_RANKFILE": str(rankfile),
-                   "JSM_NAMESPACE_RANK": str(rank), "JSM_NAMESPACE_SIZE": str(world),
-                   "JSM_NAMESPACE_LOCAL_RANK": str(rank % per)}
+            env = {
+                "LSB_JOBID": str(rng.randint(1, 10**7)),
+                "LSB_DJOB_RANKFILE": str(rankfile),
+                "JSM_NAMESPACE_RANK": str(rank),
+                "JSM_NAMESPACE_SIZE": str(world),
+                "JSM_NAMESPACE_LOCAL_RANK": str(rank % per),
+            }
         else:
-            env = {"RANK": str(rank), "WORLD_SIZE": str(world), "PET_NODE_RANK": str(rank),
-                   "PET_NNODES": str(world), "MASTER_ADDR": "job-master-0", "MASTER_PORT": port}
+            env = {
+                "RANK": str(rank),
+                "WORLD_SIZE": str(world),
+                "PET_NODE_RANK": str(rank),
+                "PET_NNODES": str(world),
+                "MASTER_ADDR": "job-master-0",
+                "MASTER_PORT": port,
+            }
         out.append((kind, env))  # fmt: skip
     return out
 

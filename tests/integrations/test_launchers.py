@@ -295,6 +295,7 @@ def test_sbatch_pins_visibility_per_node() -> None:
 
 MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (the dev extra)
 
+
 # The batch shell of `sbatch --ntasks=3` on one node, as sbatch(1) OUTPUT ENVIRONMENT
 # VARIABLES lists them (slurm-26-05-3-1 doc/man/man1/sbatch.1; src/common/env.c
 # env_array_for_batch_job and setup_env): SLURM_PROCID/SLURM_LOCALID/SLURM_NODEID are 0 and

@@ -54,6 +54,8 @@ def test_kubeflow_pod_with_several_processes_per_pod_needs_torchrun() -> None:
         r"make the container's command `torchrun train\.py`",
     ):
         detect_launch(pod)
+    with pytest.raises(LaunchError, match=r"has WORLD_SIZE=3 but PET_NNODES=2 pods"):
+        detect_launch({**KUBEFLOW_POD, "WORLD_SIZE": "3"})
     # torchrun in that pod sets its workers' own RANK/LOCAL_RANK: torchrun wins
     worker = {**pod, "RANK": "5", "LOCAL_RANK": "1", "GROUP_RANK": "1",
               "TORCHELASTIC_RUN_ID": "job"}  # fmt: skip

@@ -257,15 +257,22 @@ def _kubeflow(e: Mapping[str, str]) -> LaunchInfo:
     src.update(rank=rank_var, world_size=size_var, local_rank="one process per pod: 0")
     nproc = _parse_int(e.get("PET_NPROC_PER_NODE", "1"))
     pods = _parse_int(e.get("PET_NNODES", "")) if "PET_NNODES" in e else None
-    if (nproc is not None and nproc > 1) or (pods is not None and pods != world):
+    if nproc is not None and nproc > 1:
         raise LaunchError(
             f"this Kubeflow PyTorchJob pod runs the script once, but {size_var}={world} counts "
-            f"{nproc or '?'} processes per pod (PET_NPROC_PER_NODE) while {rank_var}={rank} is "
-            "the pod's index",
+            f"{nproc} processes per pod (PET_NPROC_PER_NODE) while {rank_var}={rank} is the "
+            "pod's index",
             "torchrun in the container: it reads the PET_* variables the operator sets and "
             "starts PET_NPROC_PER_NODE processes with their own RANK",
             "make the container's command `torchrun train.py` (no arguments needed), or set "
             "nprocPerNode to 1",
+        )
+    if pods is not None and pods != world:
+        raise LaunchError(
+            f"this Kubeflow PyTorchJob pod has {size_var}={world} but PET_NNODES={pods} pods, "
+            "and runs the script once",
+            f"{size_var} equal to the number of pods when each pod runs one process",
+            "start torchrun in the container (it reads PET_*), or fix the job's replicas",
         )
     addr = _address(e, src)
     if addr is None and e.get("PET_MASTER_ADDR", "").strip():

@@ -80,8 +80,11 @@ def test_lsf_jsrun_task(tmp_path: Path) -> None:
            "OMPI_COMM_WORLD_LOCAL_RANK": "0", "OMPI_COMM_WORLD_LOCAL_SIZE": "2",
            "MASTER_ADDR": "h41n04"}  # fmt: skip
     assert (detect_launch(mpi).launcher, detect_launch(mpi).rank) == ("mpi", 2)
-    with pytest.raises(LaunchError, match="neither MASTER_ADDR nor a readable LSB_DJOB_RANKFILE"):
-        detect_launch({**env, "LSB_DJOB_RANKFILE": str(tmp_path / "missing")})
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)  # a FIFO planted as the rank file must not hang the rank
+    for bad in (tmp_path / "missing", fifo, tmp_path):
+        with pytest.raises(LaunchError, match="neither MASTER_ADDR nor a readable LSB_DJOB_RANK"):
+            detect_launch({**env, "LSB_DJOB_RANKFILE": str(bad)})
 
 
 def test_tpu_pod_host() -> None:

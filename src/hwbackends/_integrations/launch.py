@@ -358,12 +358,14 @@ def _lsf_hosts(env: Mapping[str, str]) -> list[str]:
     path = env.get("LSB_DJOB_RANKFILE", "").strip()
     if not path:
         return []
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            lines = f.read(1 << 20).splitlines()  # a host per line; 1 MiB is ~50,000 hosts
-    except OSError:
+    from hwbackends._base.files import _read_text
+
+    # A regular file only, opened non-blocking (a FIFO there cannot hang the rank), and
+    # bounded: a host per line, 1 MiB is some 50,000 hosts.
+    text = _read_text(path, 1 << 20)
+    if text is None:
         return []
-    hosts = [ln.strip() for ln in lines[1:] if ln.strip()]
+    hosts = [ln.strip() for ln in text.splitlines()[1:] if ln.strip()]
     return [h for h in hosts if not any(c.isspace() or c in "[]" for c in h)]
 
 

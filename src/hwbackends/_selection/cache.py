@@ -363,9 +363,10 @@ def cached_backend() -> Backend | None:
     Thread-safe: concurrent first calls get one answer."""
     if _chosen is not None:
         return _chosen
-    guard = sys.modules.get("hwbackends._base.guard")  # not imported: no plugin code runs
-    if guard is not None:
-        guard.refuse_nested()  # plugin code asking would wait on the lock its caller holds
+    # not imported (or being imported by another thread right now): no plugin code runs yet
+    refuse = getattr(sys.modules.get("hwbackends._base.guard"), "refuse_nested", None)
+    if refuse is not None:
+        refuse()  # plugin code asking would wait on the lock its own caller holds
     with _lock:
         if _chosen is not None:
             return _chosen

@@ -164,7 +164,8 @@ def probe(
             reason += "; the NVIDIA GPU(s) here belong to the cuda backend" + (
                 " but the installed torch is a ROCm build" if torch_issue is None else ""
             )
-        return Probe(name, False, torch_issue is None, reason, hint, tuple(ev))
+        # a pre-GCN GPU is present hardware that ROCm cannot use: shown, not "no hardware"
+        return Probe(name, bool(old), torch_issue is None, reason, hint, tuple(ev))
 
     problems: list[str] = []
     hints: list[str] = []

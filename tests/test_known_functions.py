@@ -123,3 +123,41 @@ def test_nvidia_audio_function_is_no_gpu_without_the_plugin(tmp_path: Path) -> N
     assert w.startswith(
         "1 NVIDIA GPU(s) found (0000:01:00.0), but hwbackends-cuda is not installed"
     )
+
+
+# -- host files saved from those machines (Host.to_dict of the reader's result) ---------------
+
+HOSTS = Path(__file__).parent / "hosts"
+
+
+@pytest.mark.parametrize(
+    ("name", "build"),
+    [
+        ("qat-server", qat_server),
+        (
+            "nec-ve-server",
+            lambda r: pci_function(r, "0000:3b:00.0", "0x1bcf", "0x001c", "0x120000", "ve_drv"),
+        ),
+    ],
+)
+def test_host_files_keep_what_the_reader_found(tmp_path: Path, name: str, build: object) -> None:
+    build(tmp_path)  # type: ignore[operator]
+    read = Host.from_system(str(tmp_path), path=[], backends=[])
+    saved = Host.from_file(HOSTS / f"{name}.json")
+    assert saved.devices == read.devices
+
+
+def test_qat_host_file_is_quiet_and_named() -> None:
+    report = make_registry().select({}, Host.from_file(HOSTS / "qat-server.json"))
+    assert report.warnings == ()
+    assert {d.name for d in report.host.devices} == {
+        "Intel QuickAssist Technology (crypto and compression offload)"
+    }
+
+
+def test_nec_host_file_says_no_plugin_exists() -> None:
+    report = make_registry().select({}, Host.from_file(HOSTS / "nec-ve-server.json"))
+    assert report.warnings == (
+        "1 NEC SX-Aurora TSUBASA Vector Engine (PCI 1bcf:001c at 0000:3b:00.0): no hwbackends "
+        "plugin exists for this hardware, so no backend can use it",
+    )

@@ -261,3 +261,19 @@ def test_sysfs_maxwell_card(tmp_path: Path) -> None:
     host = Host.from_system(str(root), path=_site(tmp_path, "2.8.0+cu128"), system="Linux")
     [dev] = CudaBackend().devices(host, {})
     assert (dev.name, dev.arch) == ("NVIDIA GeForce GTX 960", "sm_52")
+
+
+def test_sysfs_v100_under_torch_2_11_cu128(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _function(root, "0000:00:1e.0", "0x10de", "0x1db1", "0x030200")  # Tesla V100 SXM2 16GB
+    _write(root / "dev/nvidia0", "")
+    info = "Model: \t\t Tesla V100-SXM2-16GB\nBus Location: \t 0000:00:1e.0\n"
+    _write(root / "proc/driver/nvidia/gpus/0000:00:1e.0/information", info)
+    host = Host.from_system(str(root), path=_site(tmp_path, "2.11.0+cu128"), system="Linux")
+    p = CudaBackend().probe(host)
+    assert not p.software_ready
+    assert "has no kernels for Tesla V100-SXM2-16GB (sm_70, Volta)" in p.reason
+    assert p.hint == (
+        f"pip install 'torch==2.11.*' --index-url {IDX}cu126 (torch 2.11's cu126 wheels have "
+        "kernels for Tesla V100-SXM2-16GB (sm_70, Volta))"
+    )

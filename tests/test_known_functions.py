@@ -161,3 +161,41 @@ def test_nec_host_file_says_no_plugin_exists() -> None:
         "1 NEC SX-Aurora TSUBASA Vector Engine (PCI 1bcf:001c at 0000:3b:00.0): no hwbackends "
         "plugin exists for this hardware, so no backend can use it",
     )
+
+
+def _intel_like(device_ids: tuple[int, ...] = ()) -> object:
+    mod = importlib.import_module("hwbackends.plugin")
+
+    class Gpus(mod.BaseBackend):  # type: ignore[name-defined, misc]
+        name = "gpus"
+        device_type = "gpus"
+        vendor = "gpus"
+        pci_vendor_ids = (0x8086,)
+        pci_classes = (0x03, 0x12)  # as an Intel GPU plugin declares them
+        pci_device_ids = device_ids
+
+    return Gpus()
+
+
+def test_a_vendor_wide_class_claim_does_not_take_a_known_npu(tmp_path: Path) -> None:
+    # a Core Ultra laptop: the iGPU at 00:02.0 and the NPU (class 0x1200, intel_vpu) at 00:0b.0
+    pci_function(tmp_path, "0000:00:02.0", "0x8086", "0x7d55", "0x030000", "i915")
+    pci_function(tmp_path, "0000:00:0b.0", "0x8086", "0x7d1d", "0x120000", "intel_vpu")
+    host = Host.from_system(str(tmp_path), path=[], backends=[_intel_like()])
+    assert [(d.vendor, d.pci_bus_id, d.name) for d in host.devices] == [
+        ("gpus", "0000:00:02.0", None),
+        (
+            "pci_8086",
+            "0000:00:0b.0",
+            "Intel NPU (AI Boost, driven through OpenVINO; not a torch device)",
+        ),
+    ]
+    # a plugin that lists the id itself is more specific than the core's table
+    host = Host.from_system(str(tmp_path), path=[], backends=[_intel_like((0x7D55, 0x7D1D))])
+    assert [d.vendor for d in host.devices] == ["gpus", "gpus"]
+
+
+def test_the_npu_of_a_laptop_is_named_and_quiet(tmp_path: Path) -> None:
+    pci_function(tmp_path, "0000:00:0b.0", "0x8086", "0x7d1d", "0x120000", "intel_vpu")
+    host = Host.from_system(str(tmp_path), path=[], backends=[])
+    assert make_registry().select({}, host).warnings == ()

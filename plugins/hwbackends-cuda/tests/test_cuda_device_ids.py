@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from hwbackends_cuda import CudaBackend
+from hypothesis import given
+from hypothesis import strategies as st
 from hwbackends_cuda._arch import SM, arch_for_device_id
 from hwbackends_cuda._pciids import CHIPS, DEVICES
 from hwbackends_cuda._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on, wheel_of
@@ -277,3 +279,33 @@ def test_sysfs_v100_under_torch_2_11_cu128(tmp_path: Path) -> None:
         f"pip install 'torch==2.11.*' --index-url {IDX}cu126 (torch 2.11's cu126 wheels have "
         "kernels for Tesla V100-SXM2-16GB (sm_70, Volta))"
     )
+
+
+# -- laws -------------------------------------------------------------------------------------
+
+_CAPS = sorted({row.capability for row in SM.values()})
+
+
+@given(st.lists(st.sampled_from(_CAPS), min_size=1, max_size=4), st.sampled_from([None, *RELEASES]))
+def test_advice_always_runs_on_every_gpu(caps: list[int], line: str | None) -> None:
+    """Whatever the GPUs and the installed release, an advised wheel has kernels for all."""
+    a = advise([(c, f"gpu{c}") for c in caps], line=line)
+    if a.wheel is not None:
+        assert all(runs_on(a.wheel, c) for c in caps)
+        assert (a.torch_pin is None) == ("torch==" not in (a.command or ""))
+    else:
+        assert a.reason.startswith("no PyTorch CUDA wheel")
+
+
+@given(st.sampled_from(WHEELS), st.sampled_from(_CAPS), st.integers(0, 9))
+def test_binary_compatibility_is_monotone_within_a_major(w: object, cap: int, up: int) -> None:
+    """A cubin for X.y runs on X.z for z >= y (CUDA Programming Guide, Binary Compatibility)."""
+    newer = cap // 10 * 10 + min(9, cap % 10 + up)
+    if runs_on(w, cap):  # type: ignore[arg-type]
+        assert runs_on(w, newer)  # type: ignore[arg-type]
+
+
+@given(st.one_of(st.text(max_size=40), st.integers(-5, 1 << 20), st.none()))
+def test_device_id_lookup_never_raises(did: object) -> None:
+    out = arch_for_device_id(did)  # type: ignore[arg-type]
+    assert out is None or out[0] in SM

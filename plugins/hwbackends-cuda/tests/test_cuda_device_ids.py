@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 from hwbackends_cuda import CudaBackend
-from hypothesis import given
-from hypothesis import strategies as st
 from hwbackends_cuda._arch import SM, arch_for_device_id
 from hwbackends_cuda._pciids import CHIPS, DEVICES
 from hwbackends_cuda._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on, wheel_of
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hwbackends import Host, SelectionReport
 

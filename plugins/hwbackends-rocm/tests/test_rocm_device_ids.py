@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 from hwbackends_rocm import RocmBackend
-from hypothesis import given
-from hypothesis import strategies as st
 from hwbackends_rocm._arch import GFX, pci_row
 from hwbackends_rocm._pciids import DEVICES
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hwbackends import Host, HostDevice, SelectionReport
 

@@ -309,3 +309,11 @@ def test_binary_compatibility_is_monotone_within_a_major(w: object, cap: int, up
 def test_device_id_lookup_never_raises(did: object) -> None:
     out = arch_for_device_id(did)  # type: ignore[arg-type]
     assert out is None or out[0] in SM
+
+
+def test_the_matrix_is_not_applied_to_aarch64_hosts(load_host: Callable[[str], Host]) -> None:
+    # PyTorch's aarch64 CUDA wheels have their own, shorter arch lists (RELEASE.md): not judged
+    d = load_host("gtx1080ti-torch28-cu128").to_dict()
+    d["machine"] = "aarch64"
+    p = CudaBackend().probe(Host.from_dict(d))
+    assert p.available, p.reason

@@ -161,9 +161,10 @@ def test_devices(case: Path) -> None:
                 got_buses.append(d.pci_bus_id)
         assert got_buses == buses
         per = truth["partitions"][vendor]
-        assert all(
-            sum(d.pci_bus_id == b for d in _claimed(host, vendor)) == per for b in buses
-        ), "each physical GPU holds the same number of partitions"
+        got_per = {b: sum(d.pci_bus_id == b for d in _claimed(host, vendor)) for b in buses}
+        assert got_per == per, "partitions per physical GPU"
+        parts = [d.extra.get("partition") for d in _claimed(host, vendor)]
+        assert all(isinstance(p, int) for p in parts), "each partition says which one it is"
     assert not host.reader_errors, host.reader_errors
 
 

@@ -144,12 +144,12 @@ def test_devices(case: Path) -> None:
     for vendor, want in truth["devices"].items():
         got = _claimed(host, vendor)
         assert len(got) == len(want), f"{vendor}: {len(got)} device(s), expected {len(want)}"
-        pairs = list(zip(got, want))
+        pairs = list(zip(got, want, strict=True))
         if not meta.get("ordered"):
             key = lambda x: x or ""  # noqa: E731
             got_s = sorted(got, key=lambda d: key(d.pci_bus_id))
             want_s = sorted(want, key=lambda w: key(w.get("pci_bus_id")))
-            pairs = list(zip(got_s, want_s))
+            pairs = list(zip(got_s, want_s, strict=True))
         for d, w in pairs:
             for field in ("pci_bus_id", "pci_device_id", "name", "uuid", "memory_bytes"):
                 if field in w:
@@ -187,9 +187,8 @@ def test_unclaimed_accelerators(case: Path) -> None:
     """Accelerator-class functions no plugin serves, and nothing else, are reported as such."""
     truth = _meta(case)["truth"]
     host = _host(case)
-    got = sorted(
-        (d.pci_bus_id, d.extra.get("pci_vendor_id")) for d in host.devices if d.extra.get("unclaimed")
-    )
+    unclaimed = [d for d in host.devices if d.extra.get("unclaimed")]
+    got = sorted((d.pci_bus_id, d.extra.get("pci_vendor_id")) for d in unclaimed)
     want = sorted((u["pci_bus_id"], u["pci_vendor_id"]) for u in truth["unclaimed"])
     assert got == want
 

@@ -101,9 +101,9 @@ def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
     if driver is not None:
         ev.append(f"NVIDIA driver {driver or '(version not readable)'}")
     elif bound:
-        via = sorted({"driver link" if d.extra.get("driver") == "nvidia" else e
-                      for d in bound for e in (_evidence(d) & {"nvidia-proc", "wsl"} or {""})})  # fmt: skip
-        ev.append(f"NVIDIA driver in use ({', '.join(v for v in via if v)}; version not read)")
+        via = {"driver link" for d in bound if d.extra.get("driver") == "nvidia"}
+        via |= {e for d in bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
+        ev.append(f"NVIDIA driver in use ({', '.join(sorted(via))}; version not read)")
     if nodes:
         ev.append("device nodes " + ", ".join("/dev/" + n for n in nodes[:4])
                   + (" …" if len(nodes) > 4 else ""))  # fmt: skip

@@ -124,8 +124,9 @@ def read(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
         if minor.isdigit() and len(minor) < 6:
             extra["device_minor"] = int(minor)
         out.append(
-            HostDevice(vendor="nvidia", pci_bus_id=bus, uuid=facts["uuid"], name=facts["name"],
-                       extra=extra)  # fmt: skip
+            HostDevice(
+                vendor="nvidia", pci_bus_id=bus, uuid=facts["uuid"], name=facts["name"], extra=extra
+            )
         )
     out.sort(key=lambda d: _bus_key(normalise_bus(d.pci_bus_id or "")))
     if not out and is_wsl_gpu(root):

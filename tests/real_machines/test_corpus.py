@@ -80,14 +80,14 @@ def _host(case: Path) -> Host:
 @cache
 def _backends() -> dict[str, Any]:
     """vendor key -> the installed backend that serves it."""
-    from hwbackends._registry import installed_backends
+    from hwbackends._discovery.loading import installed_backends
 
     return {b.vendor: b for b in installed_backends() if getattr(b, "vendor", None)}
 
 
 @cache
 def _by_name() -> dict[str, Any]:
-    from hwbackends._registry import installed_backends
+    from hwbackends._discovery.loading import installed_backends
 
     return {b.name: b for b in installed_backends()}
 

@@ -61,6 +61,9 @@ class CudaBackend(BaseBackend):
     # display controllers (0x03) or 3D/processing accelerators (0x12).
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("nvidia{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("nvidia{n}",)  # one device per node
+    # read_devices finds GPUs in the driver's /proc files and in WSL's files on their own
+    evidence_sources: ClassVar[tuple[str, ...]] = ("nvidia-proc", "wsl")
     driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
     # the driver files read_devices reads (hwbackends_cuda._system)
     watch_paths: ClassVar[tuple[str, ...]] = (

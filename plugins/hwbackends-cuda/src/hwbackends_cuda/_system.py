@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 
-from hwbackends.plugin import list_dir, read_text, replace
+from hwbackends.plugin import list_dir, normalise_bus_id, read_text, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,18 +36,7 @@ MAX_GPUS = 1024
 def normalise_bus(text: str) -> str | None:
     """``domain:bus:device.function`` in sysfs's spelling (4-digit domain, lower case): the
     driver writes ``0000:01:00.0``, nvidia-smi ``00000000:01:00.0``. None when malformed."""
-    parts = text.strip().lower().split(":")
-    if len(parts) != 3:
-        return None
-    domain, bus, rest = parts
-    dev, dot, fn = rest.partition(".")
-    try:
-        d, b, v, f = int(domain, 16), int(bus, 16), int(dev, 16), int(fn, 16)
-    except ValueError:
-        return None
-    if not dot or d > 0xFFFFFFFF or b > 0xFF or v > 0x1F or f > 7:
-        return None
-    return f"{d:04x}:{b:02x}:{v:02x}.{f}"
+    return normalise_bus_id(text)
 
 
 def _bus_key(bus: str | None) -> tuple[int, ...]:

@@ -76,6 +76,8 @@ class RocmBackend(BaseBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("kfd",)
     driver_modules: ClassVar[tuple[str, ...]] = ("amdgpu",)
+    # read_devices finds GPUs in the KFD topology on its own (hwbackends_rocm._system)
+    evidence_sources: ClassVar[tuple[str, ...]] = ("kfd",)
     # the KFD topology folder the reader lists (hwbackends_rocm._system.NODES)
     watch_paths: ClassVar[tuple[str, ...]] = ("sys/class/kfd/kfd/topology/nodes",)
     torch_flavour: ClassVar[str | None] = "rocm"

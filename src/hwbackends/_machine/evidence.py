@@ -111,7 +111,7 @@ def _class_entries(root: str) -> Iterator[tuple[str, str, str]]:
     """``(bus id, device folder, evidence)`` of DRM cards and accel devices on PCI."""
     for cls, prefix, source in (("drm", "card", DRM), ("accel", "accel", ACCEL)):
         base = os.path.join(root, "sys/class", cls)
-        names = [n for n in _listdir(base) if n.startswith(prefix) and n[len(prefix):].isdigit()]
+        names = [n for n in _listdir(base) if n.startswith(prefix) and n[len(prefix) :].isdigit()]
         for name in names[:MAX_ENTRIES]:
             folder = os.path.join(base, name, "device")
             bus = normalise_bus_id(uevent(folder).get("PCI_SLOT_NAME", ""))

@@ -226,8 +226,8 @@ def _read_devices(
         owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
         if owner is not None:
             mods = getattr(owner, "driver_modules", ())
-            own[id(owner)].append(fn.device(owner.vendor, root=root,
-                                            modules=mods if isinstance(mods, tuple) else ()))  # fmt: skip
+            mods = mods if isinstance(mods, tuple) else ()
+            own[id(owner)].append(fn.device(owner.vendor, root=root, modules=mods))
             continue
         cat = next((k for k in known if _claims(k, vid, did, klass)), None)
         if cat is not None:

@@ -249,6 +249,8 @@ def test_env_root_reports_the_same(case: Path, capsys: pytest.CaptureFixture[str
     for a in accels:
         if a["vendor"] in meta.get("evidence", {}):
             assert meta["evidence"][a["vendor"]] in a["evidence"]
+    for vendor, source in meta.get("evidence", {}).items():
+        assert source in data["evidence_sources"][_backends()[vendor].name]
     assert main(["env", "--root", root]) == 0
     text = capsys.readouterr().out
     found_by = [line for line in text.splitlines() if "found by" in line]

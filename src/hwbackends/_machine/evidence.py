@@ -32,6 +32,7 @@ __all__ = [
     "functions",
     "node_devices",
     "normalise_bus_id",
+    "sources_of",
     "uevent",
 ]
 
@@ -188,3 +189,16 @@ def node_devices(backend: Any, nodes: Sequence[str]) -> list[tuple[int, str]]:
                 out.append((int(digits) if digits.isdigit() else 0, n))
                 break
     return sorted(out)
+
+
+def sources_of(backend: Any) -> list[str]:
+    """The evidence sources the reader consults for a backend: the core's PCI, DRM and accel
+    folders when it declares PCI ids, the sources its ``read_devices`` declares
+    (``evidence_sources``), and ``/dev`` when it declares unit nodes."""
+    out = [PCI, DRM, ACCEL] if getattr(backend, "pci_vendor_ids", ()) else []
+    own = getattr(backend, "evidence_sources", ()) or ()
+    if isinstance(own, tuple):
+        out += [s for s in own if isinstance(s, str) and 0 < len(s) <= 32 and s not in out]
+    if getattr(backend, "device_node_units", ()):
+        out.append(DEV)
+    return out

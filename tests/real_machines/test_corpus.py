@@ -31,7 +31,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 # What each aspect checks; a case's ``pending`` may name any of them.
-ASPECTS = ("devices", "arch", "unclaimed", "driver", "hint", "evidence", "cli")
+ASPECTS = ("devices", "arch", "unclaimed", "non_compute", "driver", "hint", "evidence", "cli")
 
 
 def _case_dirs() -> list[Path]:
@@ -55,6 +55,8 @@ def _applies(meta: Mapping[str, Any], aspect: str) -> bool:
         return "hint" in truth
     if aspect == "evidence":
         return bool(meta.get("evidence"))
+    if aspect == "non_compute":
+        return bool(truth.get("non_compute"))
     return True
 
 
@@ -92,8 +94,14 @@ def _by_name() -> dict[str, Any]:
     return {b.name: b for b in installed_backends()}
 
 
+def _listed_only(d: HostDevice) -> bool:
+    """A function the report lists but no backend serves: an unclaimed accelerator, or a
+    known function that computes nothing (a crypto engine) or has no plugin."""
+    return bool(d.extra.get("unclaimed") or d.extra.get("known_function"))
+
+
 def _claimed(host: Host, vendor: str) -> tuple[HostDevice, ...]:
-    return tuple(d for d in host.devices_of(vendor) if not d.extra.get("unclaimed"))
+    return tuple(d for d in host.devices_of(vendor) if not _listed_only(d))
 
 
 # -- the corpus itself ------------------------------------------------------------------------
@@ -139,7 +147,7 @@ def test_devices(case: Path) -> None:
     meta = _meta(case)
     truth = meta["truth"]
     host = _host(case)
-    found = {d.vendor for d in host.devices if not d.extra.get("unclaimed")}
+    found = {d.vendor for d in host.devices if not _listed_only(d)}
     assert found == set(truth["devices"]), f"vendors found {found}"
     for vendor, want in truth["devices"].items():
         got = _claimed(host, vendor)
@@ -193,6 +201,16 @@ def test_unclaimed_accelerators(case: Path) -> None:
     assert got == want
 
 
+@pytest.mark.parametrize("case", params("non_compute"))
+def test_non_compute_functions_are_named_as_such(case: Path) -> None:
+    """A crypto or compression engine is listed as what it is, never as an accelerator."""
+    host = _host(case)
+    got = sorted(
+        d.pci_bus_id for d in host.devices if d.extra.get("known_function") == "not-compute"
+    )
+    assert got == sorted(_meta(case)["truth"]["non_compute"])
+
+
 @pytest.mark.parametrize("case", params("driver"))
 def test_bound_driver_is_seen(case: Path) -> None:
     """Where the capture shows the driver bound, no backend claims it is not loaded, and a PCI
@@ -240,7 +258,7 @@ def test_env_root_reports_the_same(case: Path, capsys: pytest.CaptureFixture[str
     accels = data["host"]["accelerators"]
     counts: dict[str, int] = {}
     for a in accels:
-        if not a.get("unclaimed"):
+        if not a.get("unclaimed") and not a.get("known_function"):
             counts[a["vendor"]] = counts.get(a["vendor"], 0) + 1
     assert counts == {v: len(ds) for v, ds in truth["devices"].items()}
     assert sorted(a["pci_bus_id"] for a in accels if a.get("unclaimed")) == sorted(

@@ -14,7 +14,7 @@ from _collections_abc import Mapping  # collections.abc's classes, without impor
 
 from hwbackends._base.files import _listdir, _read_text, match_node
 from hwbackends._base.guard import PluginFault, call, describe
-from hwbackends._discovery.catalog import KNOWN_PLUGINS
+from hwbackends._discovery.catalog import KNOWN_PLUGINS, KnownFunction, known_function
 from hwbackends._discovery.dists import _scan_packages
 from hwbackends._discovery.loading import installed_backends
 from hwbackends._machine.evidence import (
@@ -84,6 +84,9 @@ _ACCEL_BASE_CLASS = 0x12
 
 
 _COPROCESSOR_CLASS = 0x0B40
+# What a backend that declares no ``pci_classes`` counts among its vendor's functions: display
+# controllers, processing accelerators and co-processors, never its NICs, audio or bridges.
+_COMPUTE_CLASSES = (0x03, _ACCEL_BASE_CLASS, _COPROCESSOR_CLASS)
 
 
 def _read_torch_build(path: Iterable[str]) -> TorchBuild | None:
@@ -122,9 +125,10 @@ def _hex(text: str | None) -> int | None:
 
 
 def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
-    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass."""
+    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass;
+    none declared means the compute classes (``_COMPUTE_CLASSES``)."""
     if not allowed:
-        return True
+        allowed = _COMPUTE_CLASSES
     base, sub = klass >> 16, klass >> 8
     return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
 
@@ -172,13 +176,22 @@ class _Function:
         self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
         self.source = source
 
+    def driver(self) -> str | None:
+        """The bound driver: the ``driver`` link's name, else ``DRIVER=`` in ``uevent``."""
+        return bound_driver(self.folder)
+
     def device(
-        self, vendor: str, unclaimed: bool = False, root: str = "", modules: Sequence[str] = ()
+        self,
+        vendor: str,
+        unclaimed: bool = False,
+        known: KnownFunction | None = None,
+        root: str = "",
+        modules: Sequence[str] = (),
     ) -> HostDevice:
         # amdgpu exposes the VRAM size here; other drivers leave it out
         mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
         extra: dict[str, Any] = {"pci_class": self.klass, "evidence": [self.source]}
-        driver = bound_driver(self.folder)
+        driver = self.driver()
         if driver is None:  # a capture that kept the driver's folder but not the link
             drivers = os.path.join(root, "sys/bus/pci/drivers")
             driver = next(
@@ -188,11 +201,15 @@ class _Function:
             )  # fmt: skip
         if driver is not None:
             extra["driver"] = driver
+        if unclaimed or known is not None:
+            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
         if unclaimed:
             extra["unclaimed"] = True
-            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
+        if known is not None:
+            extra["known_function"] = known.kind
         return HostDevice(
             vendor=vendor,
+            name=known.what if known is not None else None,
             pci_bus_id=self.bus,
             pci_device_id=f"0x{self.did:04x}" if self.did is not None else None,
             memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
@@ -230,9 +247,17 @@ def _read_devices(
             own[id(owner)].append(fn.device(owner.vendor, root=root, modules=mods))
             continue
         cat = next((k for k in known if _claims(k, vid, did, klass)), None)
-        if cat is not None:
+        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
+        if cat is None and not accel:
+            continue
+        # crypto/compression engines and compute devices no plugin exists for: named, never
+        # "install a plugin" (the catalog's KNOWN_FUNCTIONS, by device id or bound driver)
+        kf = known_function(vid, did, fn.driver())
+        if kf is not None:
+            others.append(fn.device(f"pci_{vid:04x}", known=kf))
+        elif cat is not None:
             others.append(fn.device(cat.vendor))
-        elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
+        else:
             others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
     out: list[HostDevice] = []
     for b in backends:

@@ -123,3 +123,84 @@ def test_nvidia_audio_function_is_no_gpu_without_the_plugin(tmp_path: Path) -> N
     assert w.startswith(
         "1 NVIDIA GPU(s) found (0000:01:00.0), but hwbackends-cuda is not installed"
     )
+
+
+# -- host files saved from those machines (Host.to_dict of the reader's result) ---------------
+
+HOSTS = Path(__file__).parent / "hosts"
+
+
+@pytest.mark.parametrize(
+    ("name", "build"),
+    [
+        ("qat-server", qat_server),
+        (
+            "nec-ve-server",
+            lambda r: pci_function(r, "0000:3b:00.0", "0x1bcf", "0x001c", "0x120000", "ve_drv"),
+        ),
+    ],
+)
+def test_host_files_keep_what_the_reader_found(tmp_path: Path, name: str, build: object) -> None:
+    build(tmp_path)  # type: ignore[operator]
+    read = Host.from_system(str(tmp_path), path=[], backends=[])
+    saved = Host.from_file(HOSTS / f"{name}.json")
+
+    def key(h: Host) -> list[tuple[object, ...]]:
+        return [(d.vendor, d.pci_bus_id, d.name, d.pci_device_id, d.extra.get("known_function"))
+                for d in h.devices]  # fmt: skip
+
+    assert key(saved) == key(read)
+
+
+def test_qat_host_file_is_quiet_and_named() -> None:
+    report = make_registry().select({}, Host.from_file(HOSTS / "qat-server.json"))
+    assert report.warnings == ()
+    assert {d.name for d in report.host.devices} == {
+        "Intel QuickAssist Technology (crypto and compression offload)"
+    }
+
+
+def test_nec_host_file_says_no_plugin_exists() -> None:
+    report = make_registry().select({}, Host.from_file(HOSTS / "nec-ve-server.json"))
+    assert report.warnings == (
+        "1 NEC SX-Aurora TSUBASA Vector Engine (PCI 1bcf:001c at 0000:3b:00.0): no hwbackends "
+        "plugin exists for this hardware, so no backend can use it",
+    )
+
+
+def _intel_like(device_ids: tuple[int, ...] = ()) -> object:
+    mod = importlib.import_module("hwbackends.plugin")
+
+    class Gpus(mod.BaseBackend):  # type: ignore[name-defined, misc]
+        name = "gpus"
+        device_type = "gpus"
+        vendor = "gpus"
+        pci_vendor_ids = (0x8086,)
+        pci_classes = (0x03, 0x12)  # as an Intel GPU plugin declares them
+        pci_device_ids = device_ids
+
+    return Gpus()
+
+
+def test_a_vendor_wide_class_claim_does_not_take_a_known_npu(tmp_path: Path) -> None:
+    # a Core Ultra laptop: the iGPU at 00:02.0 and the NPU (class 0x1200, intel_vpu) at 00:0b.0
+    pci_function(tmp_path, "0000:00:02.0", "0x8086", "0x7d55", "0x030000", "i915")
+    pci_function(tmp_path, "0000:00:0b.0", "0x8086", "0x7d1d", "0x120000", "intel_vpu")
+    host = Host.from_system(str(tmp_path), path=[], backends=[_intel_like()])
+    assert [(d.vendor, d.pci_bus_id, d.name) for d in host.devices] == [
+        ("gpus", "0000:00:02.0", None),
+        (
+            "pci_8086",
+            "0000:00:0b.0",
+            "Intel NPU (AI Boost, driven through OpenVINO; not a torch device)",
+        ),
+    ]
+    # a plugin that lists the id itself is more specific than the core's table
+    host = Host.from_system(str(tmp_path), path=[], backends=[_intel_like((0x7D55, 0x7D1D))])
+    assert [d.vendor for d in host.devices] == ["gpus", "gpus"]
+
+
+def test_the_npu_of_a_laptop_is_named_and_quiet(tmp_path: Path) -> None:
+    pci_function(tmp_path, "0000:00:0b.0", "0x8086", "0x7d1d", "0x120000", "intel_vpu")
+    host = Host.from_system(str(tmp_path), path=[], backends=[])
+    assert make_registry().select({}, host).warnings == ()

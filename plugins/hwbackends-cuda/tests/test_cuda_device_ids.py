@@ -16,6 +16,8 @@ from hwbackends_cuda import CudaBackend
 from hwbackends_cuda._arch import SM, arch_for_device_id
 from hwbackends_cuda._pciids import CHIPS, DEVICES
 from hwbackends_cuda._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on, wheel_of
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hwbackends import Host, SelectionReport
 
@@ -261,3 +263,57 @@ def test_sysfs_maxwell_card(tmp_path: Path) -> None:
     host = Host.from_system(str(root), path=_site(tmp_path, "2.8.0+cu128"), system="Linux")
     [dev] = CudaBackend().devices(host, {})
     assert (dev.name, dev.arch) == ("NVIDIA GeForce GTX 960", "sm_52")
+
+
+def test_sysfs_v100_under_torch_2_11_cu128(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    _function(root, "0000:00:1e.0", "0x10de", "0x1db1", "0x030200")  # Tesla V100 SXM2 16GB
+    _write(root / "dev/nvidia0", "")
+    info = "Model: \t\t Tesla V100-SXM2-16GB\nBus Location: \t 0000:00:1e.0\n"
+    _write(root / "proc/driver/nvidia/gpus/0000:00:1e.0/information", info)
+    host = Host.from_system(str(root), path=_site(tmp_path, "2.11.0+cu128"), system="Linux")
+    p = CudaBackend().probe(host)
+    assert not p.software_ready
+    assert "has no kernels for Tesla V100-SXM2-16GB (sm_70, Volta)" in p.reason
+    assert p.hint == (
+        f"pip install 'torch==2.11.*' --index-url {IDX}cu126 (torch 2.11's cu126 wheels have "
+        "kernels for Tesla V100-SXM2-16GB (sm_70, Volta))"
+    )
+
+
+# -- laws -------------------------------------------------------------------------------------
+
+_CAPS = sorted({row.capability for row in SM.values()})
+
+
+@given(st.lists(st.sampled_from(_CAPS), min_size=1, max_size=4), st.sampled_from([None, *RELEASES]))
+def test_advice_always_runs_on_every_gpu(caps: list[int], line: str | None) -> None:
+    """Whatever the GPUs and the installed release, an advised wheel has kernels for all."""
+    a = advise([(c, f"gpu{c}") for c in caps], line=line)
+    if a.wheel is not None:
+        assert all(runs_on(a.wheel, c) for c in caps)
+        assert (a.torch_pin is None) == ("torch==" not in (a.command or ""))
+    else:
+        assert a.reason.startswith("no PyTorch CUDA wheel")
+
+
+@given(st.sampled_from(WHEELS), st.sampled_from(_CAPS), st.integers(0, 9))
+def test_binary_compatibility_is_monotone_within_a_major(w: object, cap: int, up: int) -> None:
+    """A cubin for X.y runs on X.z for z >= y (CUDA Programming Guide, Binary Compatibility)."""
+    newer = cap // 10 * 10 + min(9, cap % 10 + up)
+    if runs_on(w, cap):  # type: ignore[arg-type]
+        assert runs_on(w, newer)  # type: ignore[arg-type]
+
+
+@given(st.one_of(st.text(max_size=40), st.integers(-5, 1 << 20), st.none()))
+def test_device_id_lookup_never_raises(did: object) -> None:
+    out = arch_for_device_id(did)  # type: ignore[arg-type]
+    assert out is None or out[0] in SM
+
+
+def test_the_matrix_is_not_applied_to_aarch64_hosts(load_host: Callable[[str], Host]) -> None:
+    # PyTorch's aarch64 CUDA wheels have their own, shorter arch lists (RELEASE.md): not judged
+    d = load_host("gtx1080ti-torch28-cu128").to_dict()
+    d["machine"] = "aarch64"
+    p = CudaBackend().probe(Host.from_dict(d))
+    assert p.available, p.reason

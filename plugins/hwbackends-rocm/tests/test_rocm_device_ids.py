@@ -15,6 +15,8 @@ import pytest
 from hwbackends_rocm import RocmBackend
 from hwbackends_rocm._arch import GFX, pci_row
 from hwbackends_rocm._pciids import DEVICES
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hwbackends import Host, HostDevice, SelectionReport
 
@@ -147,3 +149,9 @@ def test_sysfs_mi250x_without_kfd_topology_has_its_arch(tmp_path: Path) -> None:
     assert (dev.arch, dev.name) == ("gfx90a", "AMD Instinct MI250X/MI250")
     p = RocmBackend().probe(host)
     assert p.hardware_present and "gfx90a (Instinct MI210/MI250/MI250X)" in p.reason
+
+
+@given(st.one_of(st.text(max_size=40), st.integers(-5, 1 << 20), st.none()))
+def test_device_id_lookup_never_raises(did: object) -> None:
+    row = pci_row(did)  # type: ignore[arg-type]
+    assert row is None or row.arch == "" or row.arch in GFX

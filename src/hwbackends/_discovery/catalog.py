@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import os
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 __all__ = [
     "KNOWN_FUNCTIONS",
+    "KNOWN_FUNCTION_VENDORS",
     "KNOWN_PLUGINS",
     "KnownFunction",
     "KnownPlugin",
@@ -181,8 +186,9 @@ KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
         ("mic", "mic_x100"),
         "pci.ids 8086:2250-225e Xeon Phi coprocessor 5100/SE10/7120/3120/31S1, 2262 7220",
     ),
+    # an inference engine on every Core Ultra laptop, but no torch device: named, and quiet
     KnownFunction(
-        "no-plugin",
+        "not-compute",
         "Intel NPU (AI Boost, driven through OpenVINO; not a torch device)",
         0x8086,
         (0x643E, 0x7D1D, 0xAD1D, 0xB03E),
@@ -210,15 +216,23 @@ KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
 )  # fmt: skip
 
 
-def known_function(vid: int, did: int | None, driver: str | None = None) -> KnownFunction | None:
-    """The known non-hwbackends PCI function with this vendor/device id or bound driver."""
-    for k in KNOWN_FUNCTIONS:
-        if k.pci_vendor_id != vid:
-            continue
+#: The vendor ids of ``KNOWN_FUNCTIONS``: the reader consults the table only for these.
+KNOWN_FUNCTION_VENDORS = frozenset(k.pci_vendor_id for k in KNOWN_FUNCTIONS)
+
+
+def known_function(
+    vid: int, did: int | None, driver: Callable[[], str | None] | None = None
+) -> KnownFunction | None:
+    """The known non-hwbackends PCI function with this vendor/device id, else with this bound
+    driver (``driver()`` is read only when no device id matched)."""
+    rows = [k for k in KNOWN_FUNCTIONS if k.pci_vendor_id == vid]
+    for k in rows:
         if did is not None and did in k.device_ids:
             return k
-        if driver and any(
-            driver == d or (d.endswith("*") and driver.startswith(d[:-1])) for d in k.drivers
+    bound = driver() if driver is not None and rows else None
+    for k in rows:
+        if bound and any(
+            bound == d or (d.endswith("*") and bound.startswith(d[:-1])) for d in k.drivers
         ):
             return k
     return None

@@ -14,7 +14,12 @@ from _collections_abc import Mapping  # collections.abc's classes, without impor
 
 from hwbackends._base.files import _listdir, _read_text, match_node
 from hwbackends._base.guard import PluginFault, call, describe
-from hwbackends._discovery.catalog import KNOWN_PLUGINS, KnownFunction, known_function
+from hwbackends._discovery.catalog import (
+    KNOWN_FUNCTION_VENDORS,
+    KNOWN_PLUGINS,
+    KnownFunction,
+    known_function,
+)
 from hwbackends._discovery.dists import _scan_packages
 from hwbackends._discovery.loading import installed_backends
 from hwbackends._machine.evidence import (
@@ -241,20 +246,27 @@ def _read_devices(
         klass = _hex(klass_text) or 0
         fn = _Function(d, bus, vid, did, klass_text, source)
         owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
-        if owner is not None:
+        cat = (
+            None
+            if owner is not None
+            else next((k for k in known if _claims(k, vid, did, klass)), None)
+        )
+        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
+        if owner is None and cat is None and not accel:
+            continue
+        # Crypto/compression engines and compute devices no plugin exists for are named, never
+        # counted as a backend's hardware nor "install a plugin" (the catalog's
+        # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
+        # in its own pci_device_ids is more specific than that table, and keeps it.
+        kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
+        if kf is not None and not (
+            owner is not None and did in getattr(owner, "pci_device_ids", ())
+        ):
+            others.append(fn.device(f"pci_{vid:04x}", known=kf))
+        elif owner is not None:
             mods = getattr(owner, "driver_modules", ())
             mods = mods if isinstance(mods, tuple) else ()
             own[id(owner)].append(fn.device(owner.vendor, root=root, modules=mods))
-            continue
-        cat = next((k for k in known if _claims(k, vid, did, klass)), None)
-        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
-        if cat is None and not accel:
-            continue
-        # crypto/compression engines and compute devices no plugin exists for: named, never
-        # "install a plugin" (the catalog's KNOWN_FUNCTIONS, by device id or bound driver)
-        kf = known_function(vid, did, fn.driver())
-        if kf is not None:
-            others.append(fn.device(f"pci_{vid:04x}", known=kf))
         elif cat is not None:
             others.append(fn.device(cat.vendor))
         else:

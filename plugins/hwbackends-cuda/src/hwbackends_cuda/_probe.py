@@ -63,6 +63,8 @@ def _wheel_advice(
     ``problem``: the installed CUDA wheel has no kernels for some GPU. ``hint``: the pip line
     for an index that has kernels for every GPU, with the reason when it is not the default
     index. ``evidence``: the matrix row the advice rests on, with its source."""
+    if (host.machine or "").lower() not in ("x86_64", "amd64"):
+        return None, None, None  # the matrix rows are PyTorch's Linux x86_64/Windows wheels
     from ._arch import SM
     from ._wheels import advise, caps_text, runs_on, wheel_of
 

@@ -181,9 +181,11 @@ def pci_row(device_id: str | int | None) -> PciRow | None:
     """The generated ``_pciids`` row of an AMD PCI device id (``"0x740c"``), or None."""
     if device_id is None:
         return None
+    if isinstance(device_id, str) and len(device_id) > 10:  # "0x" + 4 hex digits, and spaces
+        return None
     try:
         did = device_id if isinstance(device_id, int) else int(device_id.strip(), 16)
-    except ValueError:
+    except (ValueError, AttributeError):  # a host file may hold anything there
         return None
     from ._pciids import DEVICES  # ~1000 rows: only where an id must be looked up
 

@@ -114,6 +114,9 @@ def test_drm_and_accel_classes_find_functions_no_pci_folder_shows(tmp_path: Path
     _put(root / "sys/class/drm/card1/device/uevent", "PCI_SLOT_NAME=0000:01:00.0\n")
     _put(root / "sys/class/drm/card2/device/uevent", "OF_NAME=gpu\n")  # a platform GPU
     _put(root / "sys/class/drm/card0-DP-1/device/uevent", "PCI_SLOT_NAME=0000:0a:00.0\n")
+    _put(root / "sys/class/drm/renderD129/device/uevent",
+         "PCI_ID=1F2A:0003\nPCI_CLASS=120000\nPCI_SLOT_NAME=0000:0b:00.0\n")  # fmt: skip
+    _put(root / "sys/class/drm/renderD128/device/uevent", "PCI_SLOT_NAME=0000:09:00.0\n")
     accel = root / "sys/class/accel/accel0"
     _function(root / "sys/devices/pci0000:00/0000:0c:00.0")
     accel.mkdir(parents=True)
@@ -122,6 +125,7 @@ def test_drm_and_accel_classes_find_functions_no_pci_folder_shows(tmp_path: Path
     assert [(d.pci_bus_id, d.pci_device_id, d.extra["evidence"]) for d in devs] == [
         ("0000:01:00.0", "0x0001", ["pci"]),
         ("0000:09:00.0", "0x0002", ["drm"]),
+        ("0000:0b:00.0", "0x0003", ["drm"]),
         ("0000:0c:00.0", "0x0001", ["accel"]),
     ]
     assert devs[1].extra["driver"] == "acme_drv"

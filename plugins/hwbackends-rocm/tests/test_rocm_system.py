@@ -88,15 +88,18 @@ def test_the_kfd_topology_alone_finds_the_gpus(tmp_path: Path) -> None:
                         "local_mem_size": 17163091968, "unique_id": 7})  # fmt: skip
     _kfd_node(root, 2, {"simd_count": 1216, "gfx_target_version": 90402, "domain": 1,
                         "location_id": 0x0B00, "device_id": 0x74A1})  # fmt: skip
+    _kfd_node(root, 3, {"cpu_cores_count": 0, "simd_count": 0, "device_id": 0x687F,
+                        "location_id": 0x0900})  # fmt: skip
     _put(root / "sys/class/kfd/kfd/topology/nodes/junk/properties", "simd_count 9\n")
     amd = Host.from_system(str(root), path=[]).devices_of("amd")
     assert [(d.pci_bus_id, d.pci_device_id, d.arch) for d in amd] == [
         ("0000:19:00.0", "0x6860", None),
         ("0001:0b:00.0", "0x74a1", "gfx942"),
+        ("0000:09:00.0", "0x687f", None),
     ]
     assert amd[0].memory_bytes == 17163091968 and amd[0].uuid == "GPU-0000000000000007"
-    assert [d.extra["evidence"] for d in amd] == [["kfd"], ["kfd"]]
-    assert [d.extra["kfd_node"] for d in amd] == [1, 2]
+    assert [d.extra["evidence"] for d in amd] == [["kfd"]] * 3
+    assert [d.extra["kfd_node"] for d in amd] == [1, 2, 3]
 
 
 def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:

@@ -109,10 +109,13 @@ def _pci_tree(root: str) -> Iterator[tuple[str, str]]:
 
 
 def _class_entries(root: str) -> Iterator[tuple[str, str, str]]:
-    """``(bus id, device folder, evidence)`` of DRM cards and accel devices on PCI."""
-    for cls, prefix, source in (("drm", "card", DRM), ("accel", "accel", ACCEL)):
+    """``(bus id, device folder, evidence)`` of DRM cards and render nodes (a compute-only GPU
+    may have no card) and accel devices on PCI."""
+    for cls, prefixes, source in (("drm", ("card", "renderD"), DRM), ("accel", ("accel",), ACCEL)):
         base = os.path.join(root, "sys/class", cls)
-        names = [n for n in _listdir(base) if n.startswith(prefix) and n[len(prefix) :].isdigit()]
+        names = [
+            n for n in _listdir(base) for p in prefixes if n.startswith(p) and n[len(p) :].isdigit()
+        ]
         for name in names[:MAX_ENTRIES]:
             folder = os.path.join(base, name, "device")
             bus = normalise_bus_id(uevent(folder).get("PCI_SLOT_NAME", ""))

@@ -70,8 +70,10 @@ def read_nodes(root: str) -> list[Node]:
     out: list[Node] = []
     for name in sorted(names, key=int)[:MAX_NODES]:
         props = _props(read_text(os.path.join(nodes_dir, name, "properties"), _PROPS_LIMIT) or "")
-        # a CPU node has no SIMDs; a GPU node has them, with or without a gfx_target_version
-        if props.get("simd_count", 0) <= 0:
+        # A CPU node has no SIMDs and no device id; a GPU node has SIMDs, a gfx target or a
+        # GPU device id (older kernels write no gfx_target_version line).
+        gpu = props.get("simd_count", 0) > 0 or props.get("gfx_target_version", 0) > 0
+        if not gpu and not (props.get("device_id", 0) > 0 and props.get("cpu_cores_count", 0) <= 0):
             continue
         out.append(Node(int(name), props))
     # Partitions: several nodes of one unique_id on one bus and device, function bits counting

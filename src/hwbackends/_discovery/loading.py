@@ -115,6 +115,9 @@ class Meta:
     pci_classes: tuple[int, ...] = ()
     device_nodes: tuple[str, ...] = ()
     watch_paths: tuple[str, ...] = ()
+    device_node_units: tuple[str, ...] = ()
+    driver_modules: tuple[str, ...] = ()
+    evidence_sources: tuple[str, ...] = ()
     #: reading hooks the plugin overrides (BaseBackend's own run inline, without a hand-off)
     own_hooks: tuple[str, ...] = ("read_devices", "read_drivers")
 
@@ -136,7 +139,8 @@ def _strs(v: object) -> tuple[str, ...]:
     return tuple(plain(x) for x in v if isinstance(x, str))
 
 
-_DECLARED = ("vendor", "pci_vendor_ids", "pci_classes", "device_nodes", "watch_paths")  # fmt: skip
+_DECLARED = ("vendor", "pci_vendor_ids", "pci_classes", "device_nodes", "watch_paths",
+             "device_node_units", "driver_modules", "evidence_sources")  # fmt: skip  # fmt: skip
 
 
 def inspect_backend(inst: object, expected_name: str | None) -> Meta:
@@ -164,6 +168,9 @@ def inspect_backend(inst: object, expected_name: str | None) -> Meta:
         _ints(declared["pci_classes"]),
         _strs(declared["device_nodes"]),
         _strs(declared["watch_paths"]),
+        _strs(declared["device_node_units"]),
+        _strs(declared["driver_modules"]),
+        _strs(declared["evidence_sources"]),
         tuple(
             h
             for h in ("read_devices", "read_drivers")

@@ -642,13 +642,15 @@ def get(name: str) -> Backend:
 def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
-    patterns plus their ``watch_paths`` (relative to the root). Every declaration is read
-    under the guard (the node patterns and watch paths once, at load)."""
+    patterns plus their ``watch_paths`` (relative to the root), and the class folders the
+    machine reader reads as evidence of devices. Every declaration is read under the guard
+    (the node patterns and watch paths once, at load)."""
     from hwbackends._discovery.loading import meta_of
+    from hwbackends._machine.evidence import WATCH
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
-    paths: set[str] = set()
+    paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
     for b in installed_backends():
         try:
             meta = meta_of(b)

@@ -218,7 +218,37 @@ def _read_devices(
 
         got = _hook(errors, b, "read_devices()", read)
         out.extend(found if got is None else got)
-    return tuple(out + others)
+    return tuple(out + _named(root, others))
+
+
+def _named(root: str, devices: list[HostDevice]) -> list[HostDevice]:
+    """Unclaimed accelerators with their vendor's and model's names from the machine's PCI ID
+    database (read only when there is one to name), so the report can say whose they are."""
+    wanted: dict[int, set[int]] = {}
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        if vid is not None:
+            did = _hex(d.pci_device_id or "")
+            wanted.setdefault(vid, set()).update(() if did is None else (did,))
+    if not wanted:
+        return devices
+    from hwbackends._base.record import replace
+    from hwbackends._machine.pciids import lookup
+
+    names = lookup(root, wanted)
+    out = []
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        vendor = names.get((vid, None)) if vid is not None else None
+        if vid is None or vendor is None:
+            out.append(d)
+            continue
+        extra = dict(d.extra, pci_vendor_name=vendor)
+        model = names.get((vid, _hex(d.pci_device_id or "")))
+        if model:
+            extra["pci_device_name"] = model
+        out.append(replace(d, extra=extra, name=d.name or model))
+    return out
 
 
 def _read_memtotal(root: str) -> int | None:

@@ -28,7 +28,7 @@ from hwbackends._base.settings import (
     Settings,
     allowed,
     close_matches,
-    listed,
+    disabled_reason,
     unknown_settings,
 )
 from hwbackends._discovery import loading
@@ -36,8 +36,11 @@ from hwbackends._discovery.loading import (
     Broken,
     Meta,
     Plugins,
+    clash_error,
+    clash_message,
     default_plugins,
     guarded,
+    resolve_claims,
 )
 from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
@@ -150,6 +153,7 @@ class _Candidate:
     spec: EntryPointSpec
     backend: Backend | None = None
     meta: Meta | None = None
+    replaces: tuple[str, ...] = ()  # the distributions this one replaces
 
     @property
     def name(self) -> str:
@@ -166,6 +170,8 @@ class _Candidate:
 
 def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
     m = c.meta
+    if c.replaces:
+        kw.setdefault("replaces", ", ".join(c.replaces))
     return BackendStatus(
         name=c.spec.name,
         origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
@@ -188,6 +194,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
     """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
     and the known plugins of the catalog (a cluster-wide setting names plugins some machines
     lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
+    from hwbackends._base.files import normalize_dist_name
     from hwbackends._discovery.catalog import KNOWN_PLUGINS
 
     names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
@@ -198,7 +205,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
         ("HWBACKENDS_DISABLE", settings.deny),
     ):
         for name in sorted(names_listed):
-            if name in names or name in dists:
+            if name in names or name in dists or normalize_dist_name(name) in dists:
                 continue
             raise BackendNotFoundError(
                 f"{var} names {name!r}, which is no backend{close_matches(name, names)}",
@@ -231,17 +238,81 @@ class Registry(Plugins):
                 f"one of {', '.join(self.names())}",
                 f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
             )
-        conflict = _conflict(specs)
-        if conflict and not specs[0].value.startswith("hwbackends._"):
-            raise PluginError(conflict, fix="uninstall all but one of these distributions")
-        # a plugin claiming a built-in name is reported by selection; the built-in stands
+        spec = specs[0]  # a plugin claiming a built-in name is reported; the built-in stands
+        if len(specs) > 1 and not spec.value.startswith("hwbackends._"):
+            settings = Settings.from_env(os.environ)
+            winner, _aside, clash = resolve_claims(self, specs, settings, settings.timeout)
+            if winner is None and not clash:  # every claimant disabled: still a clash to name
+                clash = specs
+            if clash:
+                what, fix = clash_message(key, clash)
+                raise PluginError(what, fix=fix)
+            assert winner is not None
+            spec = winner
         try:
-            return self.load(specs[0])
+            return self.load(spec)
         except Broken as exc:
             raise PluginError(
                 f"the {key} backend is broken: {exc.reason}",
-                fix=f"reinstall or update {specs[0].dist}, or run `hwbackends plugins --check`",
+                fix=f"reinstall or update {spec.dist}, or run `hwbackends plugins --check`",
             ) from None
+
+    def _replaced_by_name(
+        self, to_probe: list[_Candidate], statuses: dict[str, BackendStatus], limit: float | None
+    ) -> list[_Candidate]:
+        """Candidates left after each loaded plugin's ``replaces = "<other name>"``: the
+        replaced backend (from another distribution, never the built-in) is set aside."""
+        by_name = {c.name: c for c in to_probe}
+        gone: set[str] = set()
+        for c in to_probe:
+            try:
+                target = self.loaded(c.spec, limit)[1].replaces
+            except Broken:
+                continue  # its probe reports it
+            old = by_name.get(target) if target and target != c.name else None
+            if old is None or old.name in gone or c.name in gone:
+                continue
+            if old.spec.value.startswith("hwbackends._") or old.spec.dist == c.spec.dist:
+                continue
+            gone.add(old.name)
+            c.replaces += (old.spec.dist,)
+            statuses[old.name] = _status(
+                old,
+                "disabled",
+                error=f"replaced by {c.spec.dist} (it declares replaces = {target!r})",
+                replaced_by=c.spec.dist,
+            )
+        return [c for c in to_probe if c.name not in gone]
+
+    def _none_preferred(
+        self,
+        pref: tuple[str, ...],
+        settings: Settings,
+        statuses: Mapping[str, BackendStatus],
+        ready: list[tuple[Backend, Probe, _Candidate]],
+        skipped: Mapping[str, EntryPointSpec],
+        host: Host,
+    ) -> BackendUnavailableError:
+        """The error when no backend HWBACKENDS_BACKEND names is available: the others were
+        skipped for it; probed now, the error can name every backend that would work."""
+        usable = {c.name for _, _, c in ready}
+        for name, spec in skipped.items():
+            try:
+                b, meta = self.loaded(spec, settings.timeout)
+                if _probe(b, meta, host, settings.timeout).available:
+                    usable.add(name)
+            except Broken:
+                pass  # a broken plugin is not an alternative to offer
+        hints = [p.hint for n in pref if (p := statuses[n].probe) is not None and p.hint]
+        if len(pref) == 1:
+            what = f"that backend is {statuses[pref[0]].state}: {statuses[pref[0]].reason}"
+        else:
+            what = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
+        return BackendUnavailableError(
+            f"HWBACKENDS_BACKEND={settings.forced} but {what}",
+            f"an available backend ({', '.join(sorted(usable)) or 'none'})",
+            hints[0] if hints else "fix the reason above, or unset HWBACKENDS_BACKEND",
+        )
 
     def select(
         self, env: Mapping[str, str], host: Host, settings: Settings | None = None
@@ -255,13 +326,7 @@ class Registry(Plugins):
         for s in self.specs:
             by_name.setdefault(s.name, []).append(s)
 
-        if settings.forced is not None and settings.forced not in by_name:
-            raise BackendNotFoundError(
-                f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
-                f"{close_matches(settings.forced, by_name)}",
-                f"one of {', '.join(sorted(by_name))}",
-                f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
-            )
+        pref = _preferred(settings, by_name)
         _check_listed_names(settings, by_name)
         warnings.extend(unknown_settings(env))
 
@@ -271,27 +336,43 @@ class Registry(Plugins):
         hardware_unready: list[Probe] = []
         limit = settings.timeout
         to_probe: list[_Candidate] = []
+        skipped: dict[str, EntryPointSpec] = {}  # not probed: HWBACKENDS_BACKEND names others
         for name in sorted(by_name):
             specs = by_name[name]
-            c = _Candidate(specs[0])
-            conflict = _conflict(specs)
-            if conflict and c.spec.value.startswith("hwbackends._"):
-                # The built-in keeps working; each impostor is reported on its own line.
-                impostors.extend(
-                    _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
-                )
-            elif conflict:
-                statuses[name] = _status(c, "broken", error=conflict)
-                continue
-            if not allowed(c.spec, settings):
-                why = (
-                    "listed in HWBACKENDS_DISABLE"
-                    if listed(c.spec, settings.deny)
-                    else "not listed in HWBACKENDS_PLUGINS"
-                )
-                statuses[name] = _status(c, "disabled", error=why)
-                continue
-            if settings.forced is not None and name not in (settings.forced, "cpu"):
+            if specs[0].value.startswith("hwbackends._"):
+                c = _Candidate(specs[0])
+                if len(specs) > 1:
+                    # The built-in keeps working; each impostor is reported on its own line.
+                    conflict = _conflict(specs)
+                    impostors.extend(
+                        _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
+                    )
+                if not allowed(c.spec, settings):
+                    statuses[name] = _status(c, "disabled", error=disabled_reason(c.spec, settings))
+                    continue
+            else:
+                winner, aside, clash = resolve_claims(self, specs, settings, limit)
+                for s, why, by in aside:
+                    st = _status(_Candidate(s), "disabled", error=why, replaced_by=by)
+                    if winner is None and not clash and name not in statuses:
+                        statuses[name] = st  # every claimant disabled: the first is the row
+                    else:
+                        impostors.append(st)
+                if clash:
+                    statuses[name] = _status(
+                        _Candidate(clash[0]), "broken", error=clash_error(name, clash)
+                    )
+                    impostors.extend(
+                        _status(_Candidate(s), "broken", error=clash_error(name, clash))
+                        for s in clash[1:]
+                    )
+                    continue
+                if winner is None:
+                    continue
+                c = _Candidate(winner)
+                c.replaces = tuple(s.dist for s, _why, by in aside if by)
+            if pref and name not in (*pref, "cpu"):
+                skipped[name] = c.spec
                 statuses[name] = _status(
                     c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
                 )
@@ -301,6 +382,7 @@ class Registry(Plugins):
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
         self.preload([c.spec for c in to_probe], limit)
+        to_probe = self._replaced_by_name(to_probe, statuses, limit)
         outcomes = call_many(
             [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
             timeout=limit,
@@ -323,30 +405,14 @@ class Registry(Plugins):
             elif probe.hardware_present:
                 hardware_unready.append(probe)
 
-        if settings.forced is not None:
-            forced = statuses[settings.forced]
-            if forced.state != "available":
-                hint = forced.probe.hint if forced.probe and forced.probe.hint else None
-                # the others were skipped for the forced one; probed now, the error can name
-                # every backend that would work instead of only cpu
-                usable = {c.name for _, _, c in ready}
-                for name, st in statuses.items():
-                    if st.state == "not-probed":
-                        try:
-                            b, meta = self.loaded(by_name[name][0], limit)
-                            if _probe(b, meta, host, limit).available:
-                                usable.add(name)
-                        except Broken:
-                            pass  # a broken plugin is not an alternative to offer
-                raise BackendUnavailableError(
-                    f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                    f"{forced.reason}",
-                    f"an available backend ({', '.join(sorted(usable)) or 'none'})",
-                    hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
-                )
-            ready = [r for r in ready if r[2].name == settings.forced]
-
-        ready.sort(key=lambda r: (-r[2].priority, r[2].name))
+        warnings.extend(_shared_devices(ready, host, limit, pref, settings))
+        if pref:
+            if not any(statuses[n].state == "available" for n in pref):
+                raise self._none_preferred(pref, settings, statuses, ready, skipped, host)
+            ready = [r for r in ready if r[2].name in pref]
+            ready.sort(key=lambda r: pref.index(r[2].name))
+        else:
+            ready.sort(key=lambda r: (-r[2].priority, r[2].name))
         chosen: _Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
@@ -387,11 +453,13 @@ class Registry(Plugins):
             chosen = c
             break
 
-        if chosen is None and settings.forced is not None:
-            forced = statuses[settings.forced]
+        if chosen is None and pref:
+            reasons = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
             raise BackendUnavailableError(
-                f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                f"{forced.reason}",
+                f"HWBACKENDS_BACKEND={settings.forced} but "
+                + (
+                    f"that backend is {reasons.partition(' is ')[2]}" if len(pref) == 1 else reasons
+                ),
                 "a forced backend that shows this process at least one device",
                 "change the visibility variables, or unset HWBACKENDS_BACKEND",
             )
@@ -405,9 +473,23 @@ class Registry(Plugins):
 
         others = [r[2].name for r in ready if r[2].name != chosen.name]
         unserved = _unserved_hardware(host, statuses, by_name)
-        if settings.forced is not None:
+        listed = settings.preferred
+        if len(listed) == 1:
             rule = "forced"
             reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
+        elif pref:
+            rule = "preferred"
+            before = listed[: listed.index(chosen.name)] if chosen.name in listed else listed
+            reason = f"the first usable backend in HWBACKENDS_BACKEND={settings.forced}"
+            if before:
+                reason += (
+                    " ("
+                    + "; ".join(
+                        f"{n}: {statuses[n].state if n in statuses else 'not installed'}"
+                        for n in before
+                    )
+                    + ")"
+                )
         elif chosen.name == "cpu" and (hardware_unready or passed_over or unserved):
             rule = "cpu-fallback"
             reason = "no accelerator backend is ready; using the CPU"
@@ -452,6 +534,83 @@ class Registry(Plugins):
             visibility=vis,
             debug=settings.debug,
         )
+
+
+def _shared_devices(
+    ready: list[tuple[Backend, Probe, _Candidate]],
+    host: Host,
+    limit: float | None,
+    pref: tuple[str, ...],
+    settings: Settings,
+) -> list[str]:
+    """A warning for each two available backends that claim the same physical devices (the
+    same PCI bus ids): which one is used, and the setting that decides."""
+    claims: list[tuple[_Candidate, set[str]]] = []
+    for backend, _p, c in ready:
+        own = getattr(backend, "host_devices", None)
+        if c.name == "cpu" or not callable(own):
+            continue
+        try:
+            devs = guarded(f"{c.name}.host_devices()", partial(own, host), timeout=limit)
+            buses = {d.pci_bus_id.lower() for d in devs if getattr(d, "pci_bus_id", None)}
+        except (Broken, AttributeError, TypeError):
+            continue  # its own faults are reported where it is used
+        if buses:
+            claims.append((c, buses))
+    out: list[str] = []
+    for i, (a, abus) in enumerate(claims):
+        for b, bbus in claims[i + 1 :]:
+            both = sorted(abus & bbus)
+            if not both or (a.name in pref and b.name in pref):
+                continue  # the user's order already decides between them
+            first, second = sorted((a, b), key=lambda c: (-c.priority, c.name))
+            if first.name not in pref and second.name in pref:
+                first, second = second, first
+            why = (
+                f"HWBACKENDS_BACKEND={settings.forced} lists it"
+                if first.name in pref
+                else f"priority {first.priority} vs {second.priority}"
+                + (", a tie broken by name" if first.priority == second.priority else "")
+            )
+            shown = ", ".join(both[:4]) + (f" and {len(both) - 4} more" if len(both) > 4 else "")
+            out.append(
+                f"{first.name} and {second.name} both claim the same devices ({shown}); "
+                f"{first.name} is used ({why}). HWBACKENDS_BACKEND decides: set "
+                f"HWBACKENDS_BACKEND={second.name},{first.name} to prefer {second.name}, or "
+                f"HWBACKENDS_DISABLE={second.name} to keep {first.name} alone"
+            )
+    return out
+
+
+def _preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -> tuple[str, ...]:
+    """The installed names of HWBACKENDS_BACKEND, in its order. A name that is not installed
+    is refused when it is the only one, or a typo; a known plugin missing on this machine is
+    passed over (a cluster-wide setting names plugins some machines lack)."""
+    from hwbackends._discovery.catalog import KNOWN_PLUGINS
+
+    known = {k.backend for k in KNOWN_PLUGINS}
+    out = tuple(n for n in settings.preferred if n in by_name)
+    for name in settings.preferred:
+        if name in by_name or (out and name in known):
+            continue
+        listing = (
+            "names no installed backend"
+            if len(settings.preferred) == 1
+            else (f"lists {name!r}, which is no installed backend")
+        )
+        raise BackendNotFoundError(
+            f"HWBACKENDS_BACKEND={settings.forced!r} {listing}{close_matches(name, by_name)}",
+            f"one of {', '.join(sorted(by_name))}"
+            + (
+                ", or a comma list of them in order of preference"
+                if len(settings.preferred) > 1
+                else ""
+            ),
+            f"install hwbackends-{name}, or unset HWBACKENDS_BACKEND"
+            if len(settings.preferred) == 1
+            else f"install hwbackends-{name}, or remove {name!r} from HWBACKENDS_BACKEND",
+        )
+    return out
 
 
 def _visibility(
@@ -587,8 +746,7 @@ def _strict_check(report: SelectionReport, s: Settings) -> None:
 
 def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> Backend:
     """The backend this process should use (cached per process for the defaults)."""
-    report = explain(env=env, host=host)
-    return _default_registry().get(report.chosen)
+    return get_from_report(explain(env=env, host=host))
 
 
 def backends(
@@ -646,5 +804,18 @@ def entry_point_source(name: str) -> tuple[str, str] | None:
 
 
 def get_from_report(report: SelectionReport) -> Backend:
-    """The backend instance a report chose (the same object selection probed)."""
-    return _default_registry().get(report.chosen)
+    """The backend instance a report chose (the same object selection probed): of plugins
+    claiming one name, the one the report's settings picked."""
+    reg = _default_registry()
+    chosen = report.status(report.chosen)
+    for s in reg.specs:
+        if (
+            s.name == chosen.name
+            and s.value == chosen.target
+            and chosen.origin in (s.dist, "builtin")
+        ):
+            try:
+                return reg.load(s)
+            except Broken:
+                break  # get() raises the error that names it
+    return reg.get(report.chosen)

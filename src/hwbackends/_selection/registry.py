@@ -448,6 +448,8 @@ class Registry(Plugins):
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
                 warnings.append(f"{why}; this process cannot use it")
+                if vis_report is not None:  # why the variables hid them (a repeat, a typo)
+                    warnings.extend(vis_report[0].warnings)
                 passed_over.append(c.name)
                 continue
             chosen = c

@@ -89,8 +89,17 @@ def _choose(kind: str, option: str, value: object) -> str:
 
 
 class IndexList(VisibilityRule):
-    """A comma list of device indices in one variable, CUDA's grammar by default; each
-    divergence is a declared policy (see the module docs)."""
+    """A comma list of device indices in one variable: unset means every device; an entry
+    that names no device, a repeat, an empty value, ``-1`` and the reading of numbers each
+    follow a declared policy (``policies()``), CUDA's by default.
+
+    Policies: ``unknown`` ``"truncate"`` | ``"ignore"`` | ``"refuse"``; ``repeated``
+    ``"empty"`` | ``"truncate"`` | ``"ignore"`` | ``"refuse"``; ``empty`` ``"none"`` |
+    ``"all"``; ``minus_one`` ``"unknown"`` | ``"none"``; ``numbers`` ``"strtoul"`` |
+    ``"strict"``. ``inferred=True`` marks every report where the variable is set as uncertain
+    (a runtime that documents nothing of its own); ``empty_means_none=False`` when ``""`` is
+    not a documented "none" to write. Every entry dropped is a warning on the ``Trace``.
+    """
 
     def __init__(
         self,
@@ -276,6 +285,11 @@ class IndexList(VisibilityRule):
             "minus_one": self.minus_one,
             "numbers": self.numbers,
             "inferred": "yes" if self.inferred else "no",
+            "no device is written as": '""'
+            if self.empty_means_none
+            else "-1"
+            if self.minus_one == "none"
+            else "(refused)",
         }
 
     def __repr__(self) -> str:
@@ -283,8 +297,13 @@ class IndexList(VisibilityRule):
 
 
 class IndexOrUuidList(IndexList):
-    """A comma list of device indices or UUIDs (``uuid_prefix`` marks a UUID entry), matched
-    against each host device's ``uuid`` (see the module docs)."""
+    """A comma list of device indices or UUIDs: an entry that starts with ``uuid_prefix``
+    names the device whose ``uuid`` starts with it (``prefix_match=True``, a unique prefix, as
+    CUDA accepts) or equals it; the other entries are read as by :class:`IndexList`.
+
+    A host device's ``uuid`` is compared with the prefix added when it lacks it; an ambiguous
+    prefix names no device. ``write_as="uuid"`` writes UUIDs instead of indices.
+    """
 
     def __init__(
         self,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwbackends_REPLACE import REPLACE_CLASSBackend
-
 from hwbackends import Host
 from hwbackends.testing import BackendContract
+
+from hwbackends_REPLACE import REPLACE_CLASSBackend
 
 HOSTS = Path(__file__).parent / "hosts"
 

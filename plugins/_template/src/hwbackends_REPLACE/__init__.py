@@ -34,12 +34,16 @@ class REPLACE_CLASSBackend(BaseBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x12,)
     # /dev names that show the driver is loaded: {n} stands for digits (REPLACE0, REPLACE1).
     device_nodes: ClassVar[tuple[str, ...]] = ("REPLACE{n}",)
+    # Kernel modules whose /sys/module/<m>/version is the driver version (Host.drivers);
+    # empty when the driver publishes no version there.
+    driver_modules: ClassVar[tuple[str, ...]] = ()
     packages: ClassVar[tuple[str, ...]] = ("REPLACE_PACKAGE",)
     install_hint: ClassVar[str] = "pip install REPLACE_PACKAGE"
     distributed_backend: ClassVar[str] = "gloo"
     # How the runtime reads its visibility variable. Until it is declared no device can be
     # selected alone, and the conformance kit fails: for a CUDA-style list of indices write
-    # IndexList("REPLACE_UPPER_VISIBLE_DEVICES"); hwbackends.visibility has the other kinds.
+    # IndexList("REPLACE_UPPER_VISIBLE_DEVICES"), with UUIDs too IndexOrUuidList(variable,
+    # "PREFIX-"); their policies and the other kinds are in hwbackends.visibility.
     visibility: ClassVar[VisibilityRule | None] = REPLACE_VISIBILITY
 
     def capabilities(

@@ -22,7 +22,6 @@ from hwbackends._base.errors import (
 )
 from hwbackends._base.guard import ResultError, call_many
 from hwbackends._base.protocol import Device, Probe, checked
-from hwbackends._base.record import mutable
 from hwbackends._base.settings import (
     SETTINGS_VARS,
     Settings,
@@ -46,6 +45,15 @@ from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
 )
 from hwbackends._machine.host import Host
+from hwbackends._selection.order import (
+    Candidate,
+    none_preferred,
+    preferred,
+    probe_of,
+    replaced_by_name,
+    shared_devices,
+    status_of,
+)
 from hwbackends._selection.report import (
     BackendStatus,
     SelectionReport,
@@ -123,14 +131,6 @@ def plugin_call(
         ) from None
 
 
-def _probe(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> Probe:
-    what = f"{meta.name}.probe()"
-    p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
-    if p.backend != meta.name:
-        raise Broken(f"{what} returned a Probe for {p.backend!r}")
-    return p
-
-
 def _devices(
     backend: Backend, name: str, host: Host, env: Mapping[str, str], timeout: float | None
 ) -> list[Device]:
@@ -146,43 +146,6 @@ def _devices(
 
 
 # -- the registry --------------------------------------------------------------------------
-
-
-@mutable
-class _Candidate:
-    spec: EntryPointSpec
-    backend: Backend | None = None
-    meta: Meta | None = None
-    replaces: tuple[str, ...] = ()  # the distributions this one replaces
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def priority(self) -> int:
-        return self.meta.priority if self.meta is not None else 0
-
-    @property
-    def device_type(self) -> str:
-        return self.meta.device_type if self.meta is not None else self.spec.name
-
-
-def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
-    m = c.meta
-    if c.replaces:
-        kw.setdefault("replaces", ", ".join(c.replaces))
-    return BackendStatus(
-        name=c.spec.name,
-        origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
-        version=c.spec.version,
-        target=c.spec.value,
-        state=state,
-        priority=m.priority if m is not None else None,
-        device_type=m.device_type if m is not None else None,
-        vendor=m.vendor if m is not None else None,
-        **kw,
-    )
 
 
 def _vendor_of(b: object) -> str | None:
@@ -218,7 +181,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
 class Registry(Plugins):
     """The discovered backends of one search path. ``select`` makes a ``SelectionReport``."""
 
-    def _load_and_probe(self, c: _Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
+    def _load_and_probe(self, c: Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
         """Plugin code for one candidate (run on a guard worker): its instance and identity,
         its probe, and how long both took. Returned, not stored: a call abandoned for hanging
         must not change the candidate later."""
@@ -226,10 +189,12 @@ class Registry(Plugins):
         backend, meta = self.loaded(c.spec)
         if c.name in host.reader_errors:
             raise Broken(f"reading the machine: {host.reader_errors[c.name]}")
-        probe = _probe(backend, meta, host, None)
+        probe = probe_of(backend, meta, host, None)
         return backend, meta, probe, (time.perf_counter() - t0) * 1000
 
-    def get(self, name: str) -> Backend:
+    def get(self, name: str, settings: Settings | None = None) -> Backend:
+        """A backend by name; of plugins claiming it, the one ``settings`` (default: the
+        ``HWBACKENDS_*`` of ``os.environ``) and ``replaces`` pick, else a clash error."""
         key = name.strip().lower()
         specs = [s for s in self.specs if s.name == key]
         if not specs:
@@ -240,7 +205,7 @@ class Registry(Plugins):
             )
         spec = specs[0]  # a plugin claiming a built-in name is reported; the built-in stands
         if len(specs) > 1 and not spec.value.startswith("hwbackends._"):
-            settings = Settings.from_env(os.environ)
+            settings = settings or Settings.from_env(os.environ)
             winner, _aside, clash = resolve_claims(self, specs, settings, settings.timeout)
             if winner is None and not clash:  # every claimant disabled: still a clash to name
                 clash = specs
@@ -257,63 +222,6 @@ class Registry(Plugins):
                 fix=f"reinstall or update {spec.dist}, or run `hwbackends plugins --check`",
             ) from None
 
-    def _replaced_by_name(
-        self, to_probe: list[_Candidate], statuses: dict[str, BackendStatus], limit: float | None
-    ) -> list[_Candidate]:
-        """Candidates left after each loaded plugin's ``replaces = "<other name>"``: the
-        replaced backend (from another distribution, never the built-in) is set aside."""
-        by_name = {c.name: c for c in to_probe}
-        gone: set[str] = set()
-        for c in to_probe:
-            try:
-                target = self.loaded(c.spec, limit)[1].replaces
-            except Broken:
-                continue  # its probe reports it
-            old = by_name.get(target) if target and target != c.name else None
-            if old is None or old.name in gone or c.name in gone:
-                continue
-            if old.spec.value.startswith("hwbackends._") or old.spec.dist == c.spec.dist:
-                continue
-            gone.add(old.name)
-            c.replaces += (old.spec.dist,)
-            statuses[old.name] = _status(
-                old,
-                "disabled",
-                error=f"replaced by {c.spec.dist} (it declares replaces = {target!r})",
-                replaced_by=c.spec.dist,
-            )
-        return [c for c in to_probe if c.name not in gone]
-
-    def _none_preferred(
-        self,
-        pref: tuple[str, ...],
-        settings: Settings,
-        statuses: Mapping[str, BackendStatus],
-        ready: list[tuple[Backend, Probe, _Candidate]],
-        skipped: Mapping[str, EntryPointSpec],
-        host: Host,
-    ) -> BackendUnavailableError:
-        """The error when no backend HWBACKENDS_BACKEND names is available: the others were
-        skipped for it; probed now, the error can name every backend that would work."""
-        usable = {c.name for _, _, c in ready}
-        for name, spec in skipped.items():
-            try:
-                b, meta = self.loaded(spec, settings.timeout)
-                if _probe(b, meta, host, settings.timeout).available:
-                    usable.add(name)
-            except Broken:
-                pass  # a broken plugin is not an alternative to offer
-        hints = [p.hint for n in pref if (p := statuses[n].probe) is not None and p.hint]
-        if len(pref) == 1:
-            what = f"that backend is {statuses[pref[0]].state}: {statuses[pref[0]].reason}"
-        else:
-            what = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
-        return BackendUnavailableError(
-            f"HWBACKENDS_BACKEND={settings.forced} but {what}",
-            f"an available backend ({', '.join(sorted(usable)) or 'none'})",
-            hints[0] if hints else "fix the reason above, or unset HWBACKENDS_BACKEND",
-        )
-
     def select(
         self, env: Mapping[str, str], host: Host, settings: Settings | None = None
     ) -> SelectionReport:
@@ -326,54 +234,56 @@ class Registry(Plugins):
         for s in self.specs:
             by_name.setdefault(s.name, []).append(s)
 
-        pref = _preferred(settings, by_name)
+        pref = preferred(settings, by_name)
         _check_listed_names(settings, by_name)
         warnings.extend(unknown_settings(env))
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
-        ready: list[tuple[Backend, Probe, _Candidate]] = []
+        ready: list[tuple[Backend, Probe, Candidate]] = []
         hardware_unready: list[Probe] = []
         limit = settings.timeout
-        to_probe: list[_Candidate] = []
+        to_probe: list[Candidate] = []
         skipped: dict[str, EntryPointSpec] = {}  # not probed: HWBACKENDS_BACKEND names others
         for name in sorted(by_name):
             specs = by_name[name]
             if specs[0].value.startswith("hwbackends._"):
-                c = _Candidate(specs[0])
+                c = Candidate(specs[0])
                 if len(specs) > 1:
                     # The built-in keeps working; each impostor is reported on its own line.
                     conflict = _conflict(specs)
                     impostors.extend(
-                        _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
+                        status_of(Candidate(s), "broken", error=conflict) for s in specs[1:]
                     )
                 if not allowed(c.spec, settings):
-                    statuses[name] = _status(c, "disabled", error=disabled_reason(c.spec, settings))
+                    statuses[name] = status_of(
+                        c, "disabled", error=disabled_reason(c.spec, settings)
+                    )
                     continue
             else:
                 winner, aside, clash = resolve_claims(self, specs, settings, limit)
                 for s, why, by in aside:
-                    st = _status(_Candidate(s), "disabled", error=why, replaced_by=by)
+                    st = status_of(Candidate(s), "disabled", error=why, replaced_by=by)
                     if winner is None and not clash and name not in statuses:
                         statuses[name] = st  # every claimant disabled: the first is the row
                     else:
                         impostors.append(st)
                 if clash:
-                    statuses[name] = _status(
-                        _Candidate(clash[0]), "broken", error=clash_error(name, clash)
+                    statuses[name] = status_of(
+                        Candidate(clash[0]), "broken", error=clash_error(name, clash)
                     )
                     impostors.extend(
-                        _status(_Candidate(s), "broken", error=clash_error(name, clash))
+                        status_of(Candidate(s), "broken", error=clash_error(name, clash))
                         for s in clash[1:]
                     )
                     continue
                 if winner is None:
                     continue
-                c = _Candidate(winner)
+                c = Candidate(winner)
                 c.replaces = tuple(s.dist for s, _why, by in aside if by)
             if pref and name not in (*pref, "cpu"):
                 skipped[name] = c.spec
-                statuses[name] = _status(
+                statuses[name] = status_of(
                     c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
                 )
                 continue
@@ -382,7 +292,7 @@ class Registry(Plugins):
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
         self.preload([c.spec for c in to_probe], limit)
-        to_probe = self._replaced_by_name(to_probe, statuses, limit)
+        to_probe = replaced_by_name(self, to_probe, statuses, limit)
         outcomes = call_many(
             [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
             timeout=limit,
@@ -393,27 +303,27 @@ class Registry(Plugins):
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
                 if isinstance(got, tuple):
                     c.backend, c.meta = got
-                statuses[name] = _status(c, "broken", error=value.reason, traceback=value.tb)
+                statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
                 timings[f"probe:{name}"] = 0.0
                 continue
             c.backend, c.meta, probe, ms = value
             timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
-            statuses[name] = _status(c, state, probe=probe, probe_ms=ms)
+            statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)
             if probe.available:
                 ready.append((c.backend, probe, c))
             elif probe.hardware_present:
                 hardware_unready.append(probe)
 
-        warnings.extend(_shared_devices(ready, host, limit, pref, settings))
+        warnings.extend(shared_devices(ready, host, limit, pref, settings))
         if pref:
             if not any(statuses[n].state == "available" for n in pref):
-                raise self._none_preferred(pref, settings, statuses, ready, skipped, host)
+                raise none_preferred(self, pref, settings, statuses, ready, skipped, host)
             ready = [r for r in ready if r[2].name in pref]
             ready.sort(key=lambda r: pref.index(r[2].name))
         else:
             ready.sort(key=lambda r: (-r[2].priority, r[2].name))
-        chosen: _Candidate | None = None
+        chosen: Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
         passed_over: list[str] = []  # ready backends that could not be used after all
@@ -426,7 +336,7 @@ class Registry(Plugins):
                 vis_report = _visibility(backend, c, env, host, limit)
                 devices = _devices(backend, c.name, host, env, limit)
             except Broken as exc:
-                statuses[c.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                statuses[c.name] = status_of(c, "broken", error=exc.reason, traceback=exc.tb)
                 passed_over.append(c.name)
                 continue
             finally:
@@ -444,7 +354,7 @@ class Registry(Plugins):
                         f"{c.name} hardware evidence was found ({old.reason}), but no "
                         "device could be enumerated from the host's PCI devices"
                     )
-                statuses[c.name] = _status(
+                statuses[c.name] = status_of(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
                 warnings.append(f"{why}; this process cannot use it")
@@ -538,85 +448,8 @@ class Registry(Plugins):
         )
 
 
-def _shared_devices(
-    ready: list[tuple[Backend, Probe, _Candidate]],
-    host: Host,
-    limit: float | None,
-    pref: tuple[str, ...],
-    settings: Settings,
-) -> list[str]:
-    """A warning for each two available backends that claim the same physical devices (the
-    same PCI bus ids): which one is used, and the setting that decides."""
-    claims: list[tuple[_Candidate, set[str]]] = []
-    for backend, _p, c in ready:
-        own = getattr(backend, "host_devices", None)
-        if c.name == "cpu" or not callable(own):
-            continue
-        try:
-            devs = guarded(f"{c.name}.host_devices()", partial(own, host), timeout=limit)
-            buses = {d.pci_bus_id.lower() for d in devs if getattr(d, "pci_bus_id", None)}
-        except (Broken, AttributeError, TypeError):
-            continue  # its own faults are reported where it is used
-        if buses:
-            claims.append((c, buses))
-    out: list[str] = []
-    for i, (a, abus) in enumerate(claims):
-        for b, bbus in claims[i + 1 :]:
-            both = sorted(abus & bbus)
-            if not both or (a.name in pref and b.name in pref):
-                continue  # the user's order already decides between them
-            first, second = sorted((a, b), key=lambda c: (-c.priority, c.name))
-            if first.name not in pref and second.name in pref:
-                first, second = second, first
-            why = (
-                f"HWBACKENDS_BACKEND={settings.forced} lists it"
-                if first.name in pref
-                else f"priority {first.priority} vs {second.priority}"
-                + (", a tie broken by name" if first.priority == second.priority else "")
-            )
-            shown = ", ".join(both[:4]) + (f" and {len(both) - 4} more" if len(both) > 4 else "")
-            out.append(
-                f"{first.name} and {second.name} both claim the same devices ({shown}); "
-                f"{first.name} is used ({why}). HWBACKENDS_BACKEND decides: set "
-                f"HWBACKENDS_BACKEND={second.name},{first.name} to prefer {second.name}, or "
-                f"HWBACKENDS_DISABLE={second.name} to keep {first.name} alone"
-            )
-    return out
-
-
-def _preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -> tuple[str, ...]:
-    """The installed names of HWBACKENDS_BACKEND, in its order. A name that is not installed
-    is refused when it is the only one, or a typo; a known plugin missing on this machine is
-    passed over (a cluster-wide setting names plugins some machines lack)."""
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
-
-    known = {k.backend for k in KNOWN_PLUGINS}
-    out = tuple(n for n in settings.preferred if n in by_name)
-    for name in settings.preferred:
-        if name in by_name or (out and name in known):
-            continue
-        listing = (
-            "names no installed backend"
-            if len(settings.preferred) == 1
-            else (f"lists {name!r}, which is no installed backend")
-        )
-        raise BackendNotFoundError(
-            f"HWBACKENDS_BACKEND={settings.forced!r} {listing}{close_matches(name, by_name)}",
-            f"one of {', '.join(sorted(by_name))}"
-            + (
-                ", or a comma list of them in order of preference"
-                if len(settings.preferred) > 1
-                else ""
-            ),
-            f"install hwbackends-{name}, or unset HWBACKENDS_BACKEND"
-            if len(settings.preferred) == 1
-            else f"install hwbackends-{name}, or remove {name!r} from HWBACKENDS_BACKEND",
-        )
-    return out
-
-
 def _visibility(
-    backend: Backend, c: _Candidate, env: Mapping[str, str], host: Host, limit: float | None
+    backend: Backend, c: Candidate, env: Mapping[str, str], host: Host, limit: float | None
 ) -> tuple[Any, tuple[str, ...]]:
     """The backend's visibility report and declared variables, read by the core.
 

@@ -74,7 +74,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ),
     )
     # its own tests: the conformance kit on its own host files, as the docs write them
-    _write(project, "tests/test_acme.py", (FIXTURE / "test_acme.py").read_text(encoding="utf-8"))
+    _write(project, "tests/test_acme.py", (FIXTURE / "acme_ci.py").read_text(encoding="utf-8"))
     _write(project, "tests/hosts/acme-2.json", json.dumps(ACME_2, indent=2))
     target = tmp / "site"
     pip_install(project, target)

@@ -248,3 +248,19 @@ def test_two_backends_claiming_the_same_devices_are_named_with_the_setting(site:
         "vs 50). HWBACKENDS_BACKEND decides: set HWBACKENDS_BACKEND=zeta,acme to prefer zeta, "
         "or HWBACKENDS_DISABLE=zeta to keep acme alone"
     ]
+
+
+def test_the_selection_cache_remembers_the_replacement(site: Site, tmp_path: Path) -> None:
+    # /dev/null is on every machine: both plugins are available here
+    node = good_plugin("alpha", 70).replace('("alpha{n}",)', '("null",)')
+    site.add_plugin("alpha", node, dist="hwbackends-alpha")
+    replacing = site.add_plugin("alpha", node + '    replaces = "alpha"\n', dist="zeta-alpha")
+    probe = (
+        "import json, hwbackends; from hwbackends._selection import cache; "
+        "b = hwbackends.current(); print(json.dumps([cache.LAST, type(b).__module__]))"
+    )
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(site.path))
+    runs = [run_python("-c", probe, env=env) for _ in range(2)]
+    assert [json.loads(r.stdout) for r in runs] == [["miss", replacing], ["hit", replacing]], [
+        r.stderr for r in runs
+    ]

@@ -628,13 +628,18 @@ def installed_names() -> list[str]:
     return _default_registry().names()
 
 
-def entry_point_source(name: str) -> tuple[str, str] | None:
-    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name``; the folder
-    is ``""`` for the built-in. None: unknown name, or found without a folder (importlib)."""
-    for s in _default_registry().specs:
-        if s.name == name:
-            builtin = s.value.startswith("hwbackends._")
-            return (s.value, s.source) if builtin or s.source else None
+def entry_point_source(name: str, backend: object = None) -> tuple[str, str] | None:
+    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name`` (of
+    plugins claiming one name, the one whose instance ``backend`` is); the folder is ``""``
+    for the built-in. None: unknown name, or found without a folder (importlib)."""
+    reg = _default_registry()
+    specs = [s for s in reg.specs if s.name == name]
+    if backend is not None and len(specs) > 1:
+        loaded = {id(s): reg._loaded.get(id(s)) for s in specs}
+        specs = [s for s in specs if isinstance(got := loaded[id(s)], tuple) and got[0] is backend]
+    for s in specs:
+        builtin = s.value.startswith("hwbackends._")
+        return (s.value, s.source) if builtin or s.source else None
     return None
 
 

@@ -177,9 +177,15 @@ def _visibility(backend: Any) -> list[str]:
         + ".",
         "",
     ]
-    doc = (type(rule).__doc__ or "").strip().split("\n\n")[0]
+    doc = " ".join((type(rule).__doc__ or "").strip().split("\n\n")[0].split())
+    builtin_kind = type(rule).__module__.startswith("hwbackends.")
+    if builtin_kind and "visibility reference §" in doc:
+        doc += (
+            ' ("Visibility reference §N": section N of the hwbackends documentation page '
+            '"Visibility semantics per runtime", where each rule has its public source.)'
+        )
     if doc:
-        lines += [" ".join(doc.split()), ""]
+        lines += [doc, ""]
     policies = getattr(rule, "policies", None)
     if callable(policies):
         lines += table(["Policy", "Value"], [[k, code(v)] for k, v in policies().items()])

@@ -56,7 +56,8 @@ class _Kind(VisibilityRule):
 
 
 class CudaDevices(VisibilityRule):
-    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (visibility reference §1).
+    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (visibility
+    reference §1).
 
     ``driver_module`` names the kernel module whose version (``Host.drivers``) selects the
     MIG enumeration rules of that driver generation; without it the R570+ rules apply.

@@ -106,3 +106,26 @@ def test_a_hostile_database_is_bounded(tmp_path: Path) -> None:
     (fifo_root / "usr/share/hwdata").mkdir(parents=True)
     os.mkfifo(fifo_root / PCI_IDS_PATHS[0])
     assert lookup(str(fifo_root), {0x1F2A: set()}) == {}
+
+
+def test_the_database_is_read_only_for_unclaimed_hardware(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from coretest import pci_function
+
+    from hwbackends import Host
+    from hwbackends._machine import pciids
+
+    calls: list[object] = []
+    real = pciids.lookup
+    monkeypatch.setattr(pciids, "lookup", lambda root, wanted: calls.append(wanted) or {})
+    _db(tmp_path, "1f2a  Acme Corp\n\t0001  ATU 2\n")
+    pci_function(tmp_path, "0000:01:00.0", "0x1f2a", "0x0001", "0x020000")  # a NIC: not ours
+    Host.from_system(str(tmp_path), path=[], backends=[])
+    assert calls == []
+    pci_function(tmp_path, "0000:02:00.0", "0x1f2a", "0x0001", "0x120000")  # an accelerator
+    monkeypatch.setattr(pciids, "lookup", real)
+    host = Host.from_system(str(tmp_path), path=[], backends=[])
+    (dev,) = [d for d in host.devices if d.extra.get("unclaimed")]
+    assert (dev.extra["pci_vendor_name"], dev.extra["pci_device_name"]) == ("Acme Corp", "ATU 2")
+    assert dev.name == "ATU 2"

@@ -142,6 +142,8 @@ def shared_devices(
     """A warning for each two available backends that claim the same physical devices (the
     same PCI bus ids): which one is used, and the setting that decides."""
     claims: list[tuple[Candidate, set[str]]] = []
+    if sum(1 for _b, _p, c in ready if c.name != "cpu") < 2:
+        return []  # the common case: no second accelerator backend, no plugin call
     for backend, _p, c in ready:
         own = getattr(backend, "host_devices", None)
         if c.name == "cpu" or not callable(own):

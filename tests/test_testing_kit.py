@@ -86,16 +86,14 @@ def test_template_plugin_passes_the_kit_once_its_variable_is_declared(
     # what the generator writes is clean Python by its own settings (its pyproject.toml), in
     # its own folder outside this repository (the template itself is excluded from lint here)
     assert not any(p.name == "hwbackends" and (p / "plugins").is_dir() for p in made.parents)
-    lint = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "--no-cache", "."],
-        capture_output=True, text=True, cwd=made,
-    )  # fmt: skip
-    assert lint.returncode == 0, lint.stdout + lint.stderr
-    fmt = subprocess.run(
-        [sys.executable, "-m", "ruff", "format", "--no-cache", "--check", "."],
-        capture_output=True, text=True, cwd=made,
-    )  # fmt: skip
-    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    # and by ruff's defaults alone (--isolated: no configuration file at all)
+    for args in (["check"], ["check", "--isolated"], ["format", "--check"],
+                 ["format", "--check", "--isolated"]):  # fmt: skip
+        lint = subprocess.run(
+            [sys.executable, "-m", "ruff", *args, "--no-cache", "."],
+            capture_output=True, text=True, cwd=made,
+        )  # fmt: skip
+        assert lint.returncode == 0, (args, lint.stdout + lint.stderr)
     assert "driver_modules: ClassVar[tuple[str, ...]] = ()" in init
     readme = (made / "README.md").read_text(encoding="utf-8")
     assert "](../" not in readme and "](/" not in readme  # no link outside the plugin

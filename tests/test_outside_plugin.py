@@ -340,3 +340,49 @@ def test_without_the_plugin_the_hint_names_the_vendor_from_pci_ids(root: Path) -
         "claims (PCI 0x1f2a:0x0001 at 0000:01:00.0, 0000:02:00.0, 0000:03:00.0). Fix: install "
         "Acme Corporation's hwbackends plugin; `hwbackends plugins` lists the installed ones"
     ) in warnings, warnings
+
+
+def test_a_second_plugin_for_the_same_cards_is_named_with_the_setting(
+    site: Path, root: Path, tmp_path: Path
+) -> None:
+    # another vendor's plugin claims the same PCI functions under its own key
+    other = tmp_path / "other"
+    _write(
+        other,
+        "acme_alt.py",
+        textwrap.dedent(
+            """
+            from hwbackends.plugin import BaseBackend
+
+            class AltBackend(BaseBackend):
+                name = "acmealt"
+                device_type = "acmealt"
+                vendor = "acmealt"
+                pci_vendor_ids = (0x1F2A,)
+                pci_classes = (0x12,)
+            """
+        ),
+    )
+    _write(other, "acme_alt-1.0.dist-info/METADATA", "Name: acme-alt\nVersion: 1.0\n")
+    _write(
+        other,
+        "acme_alt-1.0.dist-info/entry_points.txt",
+        "[hwbackends.backends]\nacmealt = acme_alt:AltBackend\n",
+    )
+    both = os.pathsep.join([str(site), str(other)])
+    out = cli(other, "env", "--root", str(root), "--json", PYTHONPATH=both)
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["chosen"] == "acme"
+    assert (
+        "acme and acmealt both claim the same devices (0000:01:00.0, 0000:02:00.0, "
+        "0000:03:00.0); acme is used (priority 60 vs 50). HWBACKENDS_BACKEND decides: set "
+        "HWBACKENDS_BACKEND=acmealt,acme to prefer acmealt, or HWBACKENDS_DISABLE=acmealt to "
+        "keep acme alone"
+    ) in report["warnings"]
+    out = cli(other, "env", "--root", str(root), "--json", PYTHONPATH=both,
+              HWBACKENDS_BACKEND="acmealt,acme")  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert (report["chosen"], report["rule"]) == ("acmealt", "preferred")
+    assert not [w for w in report["warnings"] if "both claim" in w]

@@ -197,9 +197,16 @@ def _read_devices(
         did = _hex(_read_text(os.path.join(d, "device"), 32))
 
         fn = _Function(d, bus.lower(), vid, did, klass_text)
-        owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
-        if owner is not None:
-            own[id(owner)].append(fn.device(owner.vendor))
+        owners = [b for b in claimers if _claims(b, vid, did, klass)]
+        if owners:
+            # Every backend that claims the function gets it under its own vendor key (two
+            # plugins for the same cards must both see them: selection then warns and names
+            # the setting that decides); one device per key.
+            keys: set[str] = set()
+            for owner in owners:
+                if owner.vendor not in keys:
+                    keys.add(owner.vendor)
+                    own[id(owner)].append(fn.device(owner.vendor))
             continue
         cat = next((k for k in known if _claims(k, vid, did, klass)), None)
         if cat is not None:

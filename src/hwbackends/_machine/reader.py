@@ -14,9 +14,22 @@ from _collections_abc import Mapping  # collections.abc's classes, without impor
 
 from hwbackends._base.files import _listdir, _read_text, match_node
 from hwbackends._base.guard import PluginFault, call, describe
-from hwbackends._discovery.catalog import KNOWN_PLUGINS
+from hwbackends._discovery.catalog import (
+    KNOWN_FUNCTION_VENDORS,
+    KNOWN_PLUGINS,
+    KnownFunction,
+    known_function,
+)
 from hwbackends._discovery.dists import _scan_packages
 from hwbackends._discovery.loading import installed_backends
+from hwbackends._machine.evidence import (
+    DEV,
+    bound_driver,
+    functions,
+    ids,
+    node_devices,
+    normalise_bus_id,
+)
 from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
 
 TYPE_CHECKING = False
@@ -50,7 +63,8 @@ def read_system(
     search = list(sys.path if path is None else path)
     packages = dict(_scan_packages(search))
     errors: dict[str, str] = {}
-    devices = _read_devices(root, sysname, machine, backends, errors)
+    nodes = _read_dev_nodes(root, backends)
+    devices = _read_devices(root, sysname, machine, backends, errors, nodes)
     return dict(
         system=sysname,
         machine=machine,
@@ -59,7 +73,7 @@ def read_system(
         devices=devices,
         env=None,
         cpu=_read_cpu(root),
-        device_nodes=_read_dev_nodes(root, backends),
+        device_nodes=nodes,
         drivers=_read_drivers(root, backends, errors),
         source="system",
         python=".".join(map(str, sys.version_info[:3])),
@@ -75,6 +89,9 @@ _ACCEL_BASE_CLASS = 0x12
 
 
 _COPROCESSOR_CLASS = 0x0B40
+# What a backend that declares no ``pci_classes`` counts among its vendor's functions: display
+# controllers, processing accelerators and co-processors, never its NICs, audio or bridges.
+_COMPUTE_CLASSES = (0x03, _ACCEL_BASE_CLASS, _COPROCESSOR_CLASS)
 
 
 def _read_torch_build(path: Iterable[str]) -> TorchBuild | None:
@@ -113,9 +130,10 @@ def _hex(text: str | None) -> int | None:
 
 
 def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
-    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass."""
+    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass;
+    none declared means the compute classes (``_COMPUTE_CLASSES``)."""
     if not allowed:
-        return True
+        allowed = _COMPUTE_CLASSES
     base, sub = klass >> 16, klass >> 8
     return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
 
@@ -155,20 +173,48 @@ def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R])
 class _Function:
     """One PCI function being read."""
 
-    __slots__ = ("bus", "did", "folder", "klass", "vid")
+    __slots__ = ("bus", "did", "folder", "klass", "source", "vid")
 
-    def __init__(self, folder: str, bus: str, vid: int, did: int | None, klass: str) -> None:
+    def __init__(
+        self, folder: str, bus: str, vid: int, did: int | None, klass: str, source: str
+    ) -> None:
         self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
+        self.source = source
 
-    def device(self, vendor: str, unclaimed: bool = False) -> HostDevice:
+    def driver(self) -> str | None:
+        """The bound driver: the ``driver`` link's name, else ``DRIVER=`` in ``uevent``."""
+        return bound_driver(self.folder)
+
+    def device(
+        self,
+        vendor: str,
+        unclaimed: bool = False,
+        known: KnownFunction | None = None,
+        root: str = "",
+        modules: Sequence[str] = (),
+    ) -> HostDevice:
         # amdgpu exposes the VRAM size here; other drivers leave it out
         mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
-        extra: dict[str, Any] = {"pci_class": self.klass}
+        extra: dict[str, Any] = {"pci_class": self.klass, "evidence": [self.source]}
+        driver = self.driver()
+        if driver is None:  # a capture that kept the driver's folder but not the link
+            drivers = os.path.join(root, "sys/bus/pci/drivers")
+            driver = next(
+                (m for m in modules if isinstance(m, str) and "/" not in m
+                 and os.path.lexists(os.path.join(drivers, m, self.bus))),
+                None,
+            )  # fmt: skip
+        if driver is not None:
+            extra["driver"] = driver
+        if unclaimed or known is not None:
+            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
         if unclaimed:
             extra["unclaimed"] = True
-            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
+        if known is not None:
+            extra["known_function"] = known.kind
         return HostDevice(
             vendor=vendor,
+            name=known.what if known is not None else None,
             pci_bus_id=self.bus,
             pci_device_id=f"0x{self.did:04x}" if self.did is not None else None,
             memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
@@ -177,41 +223,60 @@ class _Function:
 
 
 def _read_devices(
-    root: str, sysname: str, machine: str, backends: Sequence[Any], errors: dict[str, str]
+    root: str,
+    sysname: str,
+    machine: str,
+    backends: Sequence[Any],
+    errors: dict[str, str],
+    nodes: Sequence[str] = (),
 ) -> tuple[HostDevice, ...]:
-    """PCI functions claimed by ``backends`` (then ordered by each one's hook), plus known
-    and unclaimed accelerators."""
+    """The devices every source of evidence shows: PCI functions claimed by ``backends`` (PCI
+    folders, DRM and accel classes), then each backend's hook (its driver files; ordering),
+    then ``/dev`` nodes of backends nothing else found; plus known and unclaimed
+    accelerators."""
     claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
     served = {getattr(b, "vendor", None) for b in backends}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
     own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
     others: list[HostDevice] = []
-    base = os.path.join(root, "sys/bus/pci/devices")
-    for bus in _listdir(base):  # sorted: PCI bus order, which is NVML's order
-        d = os.path.join(base, bus)
-        vid = _hex(_read_text(os.path.join(d, "vendor"), 32))
+    for bus, d, source in functions(root):  # bus order, which is NVML's order
+        vid, did, klass_text = ids(d)
         if vid is None:
             continue
-        klass_text = (_read_text(os.path.join(d, "class"), 32) or "").strip().lower()
         klass = _hex(klass_text) or 0
-        did = _hex(_read_text(os.path.join(d, "device"), 32))
-
-        fn = _Function(d, bus.lower(), vid, did, klass_text)
+        fn = _Function(d, bus, vid, did, klass_text, source)
+        # Every backend that claims the function gets it under its own vendor key (two
+        # plugins for the same cards must both see them: selection then warns and names the
+        # setting that decides); one device per key.
         owners = [b for b in claimers if _claims(b, vid, did, klass)]
-        if owners:
-            # Every backend that claims the function gets it under its own vendor key (two
-            # plugins for the same cards must both see them: selection then warns and names
-            # the setting that decides); one device per key.
-            keys: set[str] = set()
-            for owner in owners:
-                if owner.vendor not in keys:
-                    keys.add(owner.vendor)
-                    own[id(owner)].append(fn.device(owner.vendor))
+        owner = owners[0] if owners else None
+        cat = (
+            None
+            if owner is not None
+            else next((k for k in known if _claims(k, vid, did, klass)), None)
+        )
+        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
+        if owner is None and cat is None and not accel:
             continue
-        cat = next((k for k in known if _claims(k, vid, did, klass)), None)
-        if cat is not None:
+        # Crypto/compression engines and compute devices no plugin exists for are named, never
+        # counted as a backend's hardware nor "install a plugin" (the catalog's
+        # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
+        # in its own pci_device_ids is more specific than that table, and keeps it.
+        kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
+        if kf is not None and not any(did in getattr(o, "pci_device_ids", ()) for o in owners):
+            others.append(fn.device(f"pci_{vid:04x}", known=kf))
+        elif owner is not None:
+            keys: set[str] = set()
+            for o in owners:
+                if o.vendor in keys:
+                    continue
+                keys.add(o.vendor)
+                mods = getattr(o, "driver_modules", ())
+                mods = mods if isinstance(mods, tuple) else ()
+                own[id(o)].append(fn.device(o.vendor, root=root, modules=mods))
+        elif cat is not None:
             others.append(fn.device(cat.vendor))
-        elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
+        else:
             others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
     out: list[HostDevice] = []
     for b in backends:
@@ -224,7 +289,15 @@ def _read_devices(
             return tuple(got)
 
         got = _hook(errors, b, "read_devices()", read)
-        out.extend(found if got is None else got)
+        mine = list(found if got is None else got)
+        vendor = getattr(b, "vendor", None)
+        if not mine and isinstance(vendor, str) and vendor:
+            # A container given only the device nodes: each declared unit node is a device.
+            mine = [
+                HostDevice(vendor=vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
+                for _, n in node_devices(b, nodes)
+            ]
+        out.extend(_normalised(d) for d in mine)
     return tuple(out + _named(root, others))
 
 
@@ -256,6 +329,17 @@ def _named(root: str, devices: list[HostDevice]) -> list[HostDevice]:
             extra["pci_device_name"] = model
         out.append(replace(d, extra=extra, name=d.name or model))
     return out
+
+
+def _normalised(d: HostDevice) -> HostDevice:
+    """A hook's device with its bus id in sysfs's spelling, so that sources merge by it."""
+    bus = d.pci_bus_id
+    norm = normalise_bus_id(bus) if isinstance(bus, str) else None
+    if norm is None or norm == bus:
+        return d
+    from hwbackends._base.record import replace
+
+    return replace(d, pci_bus_id=norm)
 
 
 def _read_memtotal(root: str) -> int | None:
@@ -293,9 +377,10 @@ def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
     """``/dev`` names that match a declared pattern of an installed or known backend."""
     patterns: set[str] = set()
     for b in (*backends, *KNOWN_PLUGINS):
-        pats = getattr(b, "device_nodes", ())
-        if isinstance(pats, tuple):
-            patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
+        for attr in ("device_nodes", "device_node_units"):
+            pats = getattr(b, attr, ())
+            if isinstance(pats, tuple):
+                patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
     by_dir: dict[str, list[str]] = {}
     for p in patterns:
         folder, _, _ = p.rpartition("/")

@@ -61,8 +61,16 @@ class CudaBackend(BaseBackend):
     # display controllers (0x03) or 3D/processing accelerators (0x12).
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("nvidia{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("nvidia{n}",)  # one device per node
+    # read_devices finds GPUs in the driver's /proc files and in WSL's files on their own
+    evidence_sources: ClassVar[tuple[str, ...]] = ("nvidia-proc", "wsl")
     driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
-    watch_paths: ClassVar[tuple[str, ...]] = ("proc/driver/nvidia/version",)
+    # the driver files read_devices reads (hwbackends_cuda._system)
+    watch_paths: ClassVar[tuple[str, ...]] = (
+        "proc/driver/nvidia/version",
+        "proc/driver/nvidia/gpus",
+        "usr/lib/wsl/lib",
+    )
     torch_flavour: ClassVar[str | None] = "cuda"
     install_hint: ClassVar[str] = lazy("hwbackends_cuda._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
@@ -73,11 +81,17 @@ class CudaBackend(BaseBackend):
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
-        if not found:
+        # The driver's files find GPUs on their own (a container without /sys/bus/pci), and so
+        # do WSL's; a machine with neither costs two stats.
+        import os
+
+        j = os.path.join
+        if not found and not (os.path.isdir(j(root, "proc/driver/nvidia/gpus"))
+                              or os.path.lexists(j(root, "dev/dxg"))):  # fmt: skip
             return found
         from . import _system
 
-        return _system.enrich(root, found)
+        return _system.read(root, found)
 
     def read_drivers(self, root: str) -> dict[str, str]:
         from . import _system
@@ -93,20 +107,36 @@ class CudaBackend(BaseBackend):
     def probe(self, host: Host) -> Probe:
         from . import _probe
 
-        archs = [self.arch_of(d) for d in self.host_devices(host)]
-        return _probe.probe(self.name, host, archs)
+        own = self.host_devices(host)
+        archs = [self.arch_of(d) for d in own]
+        return _probe.probe(self.name, host, archs, [self.label_of(d) for d in own])
 
     # -- devices -----------------------------------------------------------------------------
 
     def arch_of(self, hd: HostDevice) -> str | None:
-        """The host's arch (any spelling), else NVML's, else the model-name table's."""
+        """The host's arch (any spelling), else NVML's, else the model-name table's, else the
+        PCI device-id table's (a bare PCI function: no driver, no NVML)."""
         from . import _arch
 
         arch = _arch.normalise(hd.arch)
         if arch is None:
             row = _arch.arch_for_name(hd.name)
             arch = row.arch if row else None
+        if arch is None:
+            by_id = _arch.arch_for_device_id(hd.pci_device_id)
+            arch = by_id[0] if by_id else None
         return arch
+
+    def label_of(self, hd: HostDevice) -> str:
+        """The device's name, else its product from the PCI id table, else its PCI id."""
+        if hd.name:
+            return hd.name
+        from . import _arch
+
+        by_id = _arch.arch_for_device_id(hd.pci_device_id)
+        if by_id is not None and by_id[1]:
+            return f"NVIDIA {by_id[1]}"
+        return hd.pci_device_id or "unknown model"
 
     def known_archs(self) -> tuple[str, ...]:
         from ._arch import SM
@@ -129,6 +159,10 @@ class CudaBackend(BaseBackend):
         label: str | None,
     ) -> Device:
         dev = super().make_device(index, physical_index, hd, sub_index, label)
+        if dev.name is None and hd is not None and hd.pci_device_id:
+            # no driver name (bare PCI function): the product the device id stands for
+            named = self.label_of(hd)
+            dev = replace(dev, name=named) if named != hd.pci_device_id else dev
         mig = hd.extra.get("mig") if hd is not None else None
         if sub_index is None or not isinstance(mig, list) or not 0 <= sub_index < len(mig):
             return dev
@@ -215,8 +249,9 @@ class CudaBackend(BaseBackend):
             device_map_auto=True,
             limitations=tuple(limits),
             sources={
-                "arch": "host arch, NVML compute capability, or the model-name table "
-                f"(hwbackends_cuda/_arch.py, {_arch.CC_LIST})",
+                "arch": "host arch, NVML compute capability, the model-name table "
+                f"(hwbackends_cuda/_arch.py, {_arch.CC_LIST}), or the PCI device-id table "
+                "(hwbackends_cuda/_pciids.py: pci.ids and the same list)",
                 "dtypes": precision_src,
                 "training_precision": precision_src,
                 "attention": f"{tables.origin}; not offered: {'; '.join(skipped) or 'none'}",

@@ -4,7 +4,14 @@ Used only to say which plugin to install when hardware is found that no installe
 claims (fsspec's ``known_implementations`` plays the same part for filesystems), and which
 such hardware needs no plugin or has none (``KNOWN_FUNCTIONS``). Selection, host reading and
 visibility never depend on it: an installed backend's own declarations are what count, and a
-vendor's plugin missing from this list works exactly as well.
+vendor's plugin missing from this list works exactly as well. Hardware of a vendor not listed
+here is still named, from the machine's PCI ID database (``_machine.pciids``).
+
+How a vendor gets listed: a pull request that adds one ``KnownPlugin`` line below (backend
+name, host-device key, display name, PCI vendor ids; classes, ``/dev`` patterns and device ids
+where the vendor id also covers other functions). ``tests/test_catalog.py`` checks that every
+line names a distribution and entry point that exist and the PCI vendor ids its plugin
+declares.
 """
 
 from __future__ import annotations
@@ -12,6 +19,7 @@ from __future__ import annotations
 import os
 
 from hwbackends._base.errors import BackendNotFoundError
+from hwbackends._base.files import normalize_dist_name
 from hwbackends._base.settings import close_matches
 
 TYPE_CHECKING = False
@@ -305,12 +313,16 @@ def check_listed_names(
         for name in sorted(names_listed):
             if name in names or name in dists or name in known:
                 continue
+            if normalize_dist_name(name) in dists or normalize_dist_name(name) in known:
+                continue
             out.append(
                 f"{var} names {name[:60]!r}, which is no installed or known backend"
                 f"{close_matches(name, names | known)}; ignored"
             )
     allow = settings.allow
-    if allow and not any(n in names or n in dists for n in allow):
+    if allow and not any(
+        n in names or n in dists or normalize_dist_name(n) in dists for n in allow
+    ):
         raise BackendNotFoundError(
             f"HWBACKENDS_PLUGINS names {', '.join(map(repr, sorted(allow)))[:200]}, "
             f"none of which is installed here{close_matches(sorted(allow)[0], names)}",

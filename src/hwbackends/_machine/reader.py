@@ -301,15 +301,16 @@ def _read_devices(
             continue
         klass = _hex(klass_text) or 0
         fn = _Function(d, bus, vid, did, klass_text, source)
-        owner = next(
-            (
-                (b, m)
-                for b, m in claimers
-                if vid in m.pci_vendor_ids
-                and _claims(m, vid, did, klass, _device_ids(b, m, device_ids, errors))
-            ),
-            None,
-        )
+        # Every backend that claims the function gets it under its own vendor key (two
+        # plugins for the same cards must both see them: selection then warns and names the
+        # setting that decides); one device per key.
+        owners = [
+            (b, m)
+            for b, m in claimers
+            if vid in m.pci_vendor_ids
+            and _claims(m, vid, did, klass, _device_ids(b, m, device_ids, errors))
+        ]
+        owner = owners[0] if owners else None
         cat = (
             None
             if owner is not None
@@ -323,15 +324,18 @@ def _read_devices(
         # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
         # in its own pci_device_ids is more specific than that table, and keeps it.
         kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
-        if kf is not None and not (
-            owner is not None and did in device_ids.get(id(owner[0]), owner[1].pci_device_ids or ())
+        if kf is not None and not any(
+            did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners
         ):
             others.append(fn.device(f"pci_{vid:04x}", known=kf))
         elif owner is not None:
-            om = owner[1]
-            own[id(owner[0])].append(
-                fn.device(om.vendor or "", root=root, modules=om.driver_modules)
-            )
+            keys: set[str] = set()
+            for b, m in owners:
+                vendor = m.vendor or ""
+                if vendor in keys:
+                    continue
+                keys.add(vendor)
+                own[id(b)].append(fn.device(vendor, root=root, modules=m.driver_modules))
         elif cat is not None:
             others.append(fn.device(cat.vendor))
         else:
@@ -348,15 +352,44 @@ def _read_devices(
 
         got = _hook(errors, m, "read_devices()", read, _owner(b))
         mine = list(found if got is None else got)
-        vendor = m.vendor
-        if not mine and vendor:
+        if not mine and m.vendor:
             # A container given only the device nodes: each declared unit node is a device.
             mine = [
-                HostDevice(vendor=vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
+                HostDevice(vendor=m.vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
                 for _, n in node_devices(m, nodes)
             ]
         out.extend(_normalised(d) for d in mine)
-    return tuple(out + others)
+    return tuple(out + _named(root, others))
+
+
+def _named(root: str, devices: list[HostDevice]) -> list[HostDevice]:
+    """Unclaimed accelerators with their vendor's and model's names from the machine's PCI ID
+    database (read only when there is one to name), so the report can say whose they are."""
+    wanted: dict[int, set[int]] = {}
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        if vid is not None:
+            did = _hex(d.pci_device_id or "")
+            wanted.setdefault(vid, set()).update(() if did is None else (did,))
+    if not wanted:
+        return devices
+    from hwbackends._base.record import replace
+    from hwbackends._machine.pciids import lookup
+
+    names = lookup(root, wanted)
+    out = []
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        vendor = names.get((vid, None)) if vid is not None else None
+        if vid is None or vendor is None:
+            out.append(d)
+            continue
+        extra = dict(d.extra, pci_vendor_name=vendor)
+        model = names.get((vid, _hex(d.pci_device_id or "")))
+        if model:
+            extra["pci_device_name"] = model
+        out.append(replace(d, extra=extra, name=d.name or model))
+    return out
 
 
 def _normalised(d: HostDevice) -> HostDevice:

@@ -418,7 +418,7 @@ def _select() -> Backend | None:
 
     chosen = _registry.current()
     report = _registry._cached
-    found = _registry.entry_point_source(chosen.name)
+    found = _registry.entry_point_source(chosen.name, chosen)
     # Only a settled answer is stored: a candidate that was broken (an import past the time
     # limit on a cold file system, a probe that raised EAGAIN once) may be healthy in the next
     # process, which must select again rather than inherit this one's fallback.

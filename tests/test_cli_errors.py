@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 TWO = str(ROOT / "docs" / "hosts" / "two-l40s.json")
 V100 = str(ROOT / "plugins" / "hwbackends-cuda" / "tests" / "hosts" / "v100-4.json")
 
-pytestmark = pytest.mark.skipif(
-    not (ROOT / "plugins" / "hwbackends-cuda").exists(), reason="the in-repo plugins are needed"
-)
-
 
 def cli(*argv: str, pythonpath: str | None = None) -> subprocess.CompletedProcess[str]:
     env = clean_env(COLUMNS="200", NO_COLOR="1", PYTHONIOENCODING="utf-8")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import textwrap
@@ -13,15 +12,17 @@ from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# installed by scripts/test.sh: a missing one is a failure, not a skip
+import torch
+import transformers
+from coretest import on_a_free_port
 
-import hwbackends  # noqa: E402
-import hwbackends.transformers as hwt  # noqa: E402
-from hwbackends import Host  # noqa: E402
-from hwbackends._integrations.smoke import tiny_llama_config  # noqa: E402
-from hwbackends.accelerate import plan_training, training_kwargs  # noqa: E402
-from hwbackends.distributed import backend_name, launch_env, launch_plan  # noqa: E402
+import hwbackends
+import hwbackends.transformers as hwt
+from hwbackends import Host
+from hwbackends._integrations.smoke import tiny_llama_config
+from hwbackends.accelerate import plan_training, training_kwargs
+from hwbackends.distributed import backend_name, launch_env, launch_plan
 
 CPU_ONLY = {"HWBACKENDS_PLUGINS": ""}  # hermetic: only the built-in cpu backend
 
@@ -119,12 +120,6 @@ def test_ddp_backend_only_under_a_launcher() -> None:
     assert backend_name(env=CPU_ONLY) == "gloo"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def test_torchrun_two_cpu_processes(tmp_path: Path) -> None:
     script = tmp_path / "rank.py"
     script.write_text(
@@ -147,11 +142,15 @@ def test_torchrun_two_cpu_processes(tmp_path: Path) -> None:
         )
     )
     env = {**os.environ, "HWBACKENDS_PLUGINS": "", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-           str(script), str(tmp_path)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+
+    def attempt(port: int) -> None:
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+               "--master-addr", "127.0.0.1", "--master-port", str(port),
+               str(script), str(tmp_path)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+
+    on_a_free_port(attempt)
     plan = launch_plan(2, env=CPU_ONLY)
     assert plan.collective == "gloo"
     assert plan.torchrun == "torchrun --nproc-per-node 2 train.py"

@@ -49,9 +49,12 @@ def _wheel(index: Path, version: str) -> None:
         f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
     files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in [*files, f"{info}/RECORD"])
-    with zipfile.ZipFile(folder / f"torch-{version}-py3-none-any.whl", "w") as z:
+    wheel = f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(folder / wheel, "w") as z:
         for name, text in files.items():
             z.writestr(name, text)
+    # a file:// index serves each project's page as its index.html (PEP 503)
+    (folder / "index.html").write_text(f'<html><body><a href="{wheel}">{wheel}</a></body></html>\n')
 
 
 def test_the_torch_step_takes_the_cpu_wheel_from_the_extra_index(tmp_path: Path) -> None:

@@ -428,7 +428,9 @@ class _Patch:
     """A mutant applied to an imported module: function code swapped in place (every
     reference sees it), changed module-level values rebound; ``undo`` restores both."""
 
-    def __init__(self, module: object, source: bytes, *, rebind: bool = False) -> None:
+    def __init__(
+        self, module: object, source: bytes, *, rebind: frozenset[str] = frozenset()
+    ) -> None:
         self.module = module
         self.undo_code: list[tuple[object, object]] = []
         self.undo_values: list[tuple[str, object]] = []
@@ -451,7 +453,7 @@ class _Patch:
                         self._swap(o, n)
             elif callable(cur) and hasattr(cur, "__code__"):
                 self._swap(cur, new)
-            elif rebind and isinstance(cur, int | float | str | bytes | tuple | frozenset):
+            elif name in rebind:
                 # a module-level constant the mutant changed; never the module's state (its
                 # locks, pools and registries), which a fresh execution would replace
                 try:
@@ -463,6 +465,9 @@ class _Patch:
                     old[name] = new
 
     def _swap(self, old: object, new: object) -> None:
+        oc, nc = getattr(old, "__code__", None), getattr(new, "__code__", None)
+        if oc is None or nc is None or oc.co_freevars != nc.co_freevars:
+            return  # generated code (a record's __init__): not a mutation point, not swappable
         if _code_differs(old, new):
             self.undo_code.append((old, old.__code__))  # type: ignore[attr-defined]
             old.__code__ = new.__code__  # type: ignore[attr-defined]
@@ -476,6 +481,19 @@ class _Patch:
             fn.__code__ = code  # type: ignore[attr-defined]
         for name, value in self.undo_values:
             vars(self.module)[name] = value
+
+
+def _assigned_at(path: Path, line: int) -> frozenset[str]:
+    """The names a module-level assignment covering ``line`` binds (a mutated constant)."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_bytes()).body:
+        if isinstance(node, ast.Assign | ast.AnnAssign) and (
+            node.lineno <= line <= (node.end_lineno or node.lineno)
+        ):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                names |= {n.id for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return frozenset(names)
 
 
 def _functions(old: object, new: object) -> list[tuple[object, object]]:
@@ -546,7 +564,7 @@ def _child(group: str, ids: list[str], results: Path, limit: float) -> int:
                         patch = _Patch(
                             module,
                             _mutated((SRC / m.path).read_bytes(), m),
-                            rebind=m.ident.split(":")[1] == "<module>",
+                            rebind=_assigned_at(SRC / m.path, m.line),
                         )
                     except BaseException as exc:  # the mutated module does not even load
                         out.write(

@@ -100,6 +100,15 @@ def test_folder_is_created_private_and_kept_private(folder: Path) -> None:
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
 
 
+def test_folder_is_made_inside_an_existing_cache_home(folder: Path) -> None:
+    """The usual case: ~/.cache exists already, hwbackends/ inside it does not."""
+    folder.parent.mkdir()
+    fd = cache._open_dir(create=True)
+    assert fd is not None
+    os.close(fd)
+    assert folder.is_dir()
+
+
 def test_answers_round_trip_and_a_corrupt_file_is_empty(dfd: int, folder: Path) -> None:
     assert cache._read(dfd) == {}
     cache._store(dfd, {b"k": ("w", {b"d": ("cpu", "")})})
@@ -129,6 +138,16 @@ def test_a_huge_file_or_a_symlink_is_not_read(dfd: int, folder: Path, tmp_path: 
     cache._store(dfd, {b"k": 2})  # replaces the link, never writes through it
     assert (tmp_path / "elsewhere").read_bytes() == good
     assert not path.is_symlink() and cache._read(dfd) == {b"k": 2}
+
+
+def test_a_valid_file_over_one_mebibyte_is_not_read(dfd: int, folder: Path) -> None:
+    """A real cache file is ~10 kB: one over 1 MiB is refused before it is read, even with a
+    correct digest (so a huge file never costs its size in memory)."""
+    cache._store(dfd, {b"k": b"x" * (1 << 20)})
+    assert (folder / cache._file_name()).stat().st_size > 1 << 20
+    assert cache._read(dfd) == {}
+    cache._store(dfd, {b"k": b"x" * 1000})
+    assert cache._read(dfd) == {b"k": b"x" * 1000}
 
 
 @pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="POSIX FIFOs")
@@ -237,20 +256,48 @@ def test_malformed_entries_are_misses() -> None:
         assert cache._lookup(entry) is None, entry
 
 
+def test_a_plugin_named_by_a_cached_answer_is_imported_under_the_guard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plugin module that raises SystemExit on import makes a miss (the full selection then
+    says why), not an exit of the program: the import runs under the plugin guard."""
+    info = tmp_path / "hwbackends_bye-1.0.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[hwbackends.backends]\nbye = hwb_cache_bye:Backend\n")
+    (tmp_path / "hwb_cache_bye.py").write_text("raise SystemExit(3)\n")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
+    watch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    try:
+        assert cache._lookup((watch, {cache._key(cache.detail(watch)): ("bye", str(info))})) is None
+    finally:
+        sys.modules.pop("hwb_cache_bye", None)
+
+
+def open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
 def test_miss_then_hit_in_this_process(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The first call runs the full selection and stores its answer; the next process (here:
-    the same one, forgotten) gets the same backend from the file."""
+    the same one, forgotten) gets the same backend from the file. No descriptor is left open."""
     monkeypatch.delenv("HWBACKENDS_NO_CACHE", raising=False)
     monkeypatch.setenv("HWBACKENDS_PLUGINS", "")  # the built-in cpu only: the same anywhere
     hwbackends.reset()
     try:
+        fds = open_fds()
         first = cache.cached_backend()
         assert (cache.LAST, first is not None and first.name) == ("miss", "cpu")
         assert cache.cached_backend() is first  # remembered in this process
         assert [p.name for p in folder.iterdir()] == [cache._file_name()]
+        # the process now has a registry (the miss ran it): its answer wins over the file's
+        monkeypatch.setattr(cache, "_chosen", None)
+        assert cache.cached_backend() is None and cache.LAST == "off"
+        assert open_fds() == fds
         hwbackends.reset()
         second = cache.cached_backend()
         assert (cache.LAST, second is not None and second.name) == ("hit", "cpu")
+        assert open_fds() == fds
         hwbackends.reset()
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")  # another key: a miss, then stored
         assert cache.cached_backend() is not None and cache.LAST == "miss"
@@ -259,5 +306,27 @@ def test_miss_then_hit_in_this_process(folder: Path, monkeypatch: pytest.MonkeyP
         hwbackends.reset()
         monkeypatch.setenv("HWBACKENDS_NO_CACHE", "1")
         assert cache.cached_backend() is None and cache.LAST == "off"
+    finally:
+        hwbackends.reset()
+
+
+def test_the_sixteen_most_recent_answers_are_kept(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Programs whose variables differ keep their own answers, up to 16; the oldest goes first."""
+    monkeypatch.delenv("HWBACKENDS_NO_CACHE", raising=False)
+    monkeypatch.setenv("HWBACKENDS_PLUGINS", "")
+
+    def lookup(value: str) -> str:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)  # part of the key
+        hwbackends.reset()
+        assert cache.cached_backend() is not None
+        return cache.LAST
+
+    try:
+        assert [lookup(str(i)) for i in range(17)] == ["miss"] * 17
+        assert lookup("16") == "hit"
+        assert lookup("1") == "hit"  # the 16 most recent: 1..16
+        assert lookup("0") == "miss"  # the oldest was dropped
     finally:
         hwbackends.reset()

@@ -1,0 +1,56 @@
+"""``resolve_target``: which backend and device the integrations work from, for each way of
+naming them (the selected backend, a name, an object; a logical index, a ``Device``, none)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hwbackends import BackendUnavailableError, Host, HwBackendsError
+from hwbackends._selection.target import resolve_target
+
+ROOT = Path(__file__).resolve().parents[1]
+H100_8 = Host.from_file(ROOT / "plugins/hwbackends-cuda/tests/hosts/h100-sxm-8.json")
+
+
+def test_the_selected_backend_and_its_first_device() -> None:
+    t = resolve_target(host=H100_8, env={})
+    assert t.name == "cuda" and len(t.devices) == 8
+    assert t.device is not None and t.device.torch_device == "cuda:0"
+
+
+def test_a_logical_index_or_a_device_object() -> None:
+    t = resolve_target(device=7, host=H100_8, env={})
+    assert t.device is not None and t.device.torch_device == "cuda:7"
+    again = resolve_target(device=t.device, host=H100_8, env={})
+    assert again.device is t.device
+    named = resolve_target("cuda", 2, host=H100_8, env={})
+    assert named.device is not None and named.device.torch_device == "cuda:2"
+    obj = resolve_target(named.backend, 1, host=H100_8, env={})
+    assert obj.name == "cuda" and obj.device is not None and obj.device.torch_device == "cuda:1"
+
+
+@pytest.mark.parametrize("index", [8, -1, 100])
+def test_an_index_past_the_visible_devices_is_refused(index: int) -> None:
+    with pytest.raises(HwBackendsError, match=rf"device index {index} is out of range: cuda "
+                       r"shows 8 visible device\(s\)"):  # fmt: skip
+        resolve_target(device=index, host=H100_8, env={})
+
+
+@pytest.mark.parametrize("device", [True, "cuda:0", 1.0])
+def test_what_is_not_a_device_is_refused(device: object) -> None:
+    with pytest.raises(HwBackendsError, match=r"is not a device"):
+        resolve_target(device=device, host=H100_8, env={})  # type: ignore[arg-type]
+
+
+def test_a_named_backend_that_cannot_run_here_says_why() -> None:
+    with pytest.raises(BackendUnavailableError, match="the rocm backend is not available here"):
+        resolve_target("rocm", host=H100_8, env={})
+    assert resolve_target(" CUDA ", host=H100_8, env={}).name == "cuda"  # names are normalised
+
+
+def test_the_cpu_backend_ignores_local_rank() -> None:
+    """One CPU device for every rank: LOCAL_RANK picks among accelerators only."""
+    t = resolve_target("cpu", host=H100_8, env={"LOCAL_RANK": "3"})
+    assert t.device is not None and t.device.torch_device == "cpu"

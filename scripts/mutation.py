@@ -66,6 +66,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("_base/guard.py",),
         (
             "tests/test_planted_bugs.py",
+            "tests/test_guard.py",
             "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
             "tests/test_registry.py",

@@ -54,3 +54,30 @@ def test_the_cpu_backend_ignores_local_rank() -> None:
     """One CPU device for every rank: LOCAL_RANK picks among accelerators only."""
     t = resolve_target("cpu", host=H100_8, env={"LOCAL_RANK": "3"})
     assert t.device is not None and t.device.torch_device == "cpu"
+
+
+class _Declared:
+    """A backend's declarations as torch_fix reads them, nothing else."""
+
+    def __init__(self, name: str, flavour: str | None, hint: str) -> None:
+        self.name, self.torch_flavour, self.install_hint = name, flavour, hint
+
+
+def test_torch_fix_falls_back_to_the_backends_install_hint() -> None:
+    import sys
+
+    from hwbackends._selection.target import torch_fix
+
+    bare = Host.from_dict({"devices": []})
+    py = sys.executable
+    pip_hint = _Declared("acme", None, "pip install torch-acme")
+    assert torch_fix(pip_hint, bare) == f"install torch: {py} -m pip install torch-acme"  # type: ignore[arg-type]
+    other = _Declared("acme", "nosuchflavour", "  follow https://acme.example/torch  ")
+    assert torch_fix(other, bare) == "install torch: follow https://acme.example/torch"  # type: ignore[arg-type]
+    blank = _Declared("acme", None, "   ")
+    assert torch_fix(blank, bare) == f"install torch: {py} -m pip install torch"  # type: ignore[arg-type]
+    installed = Host.from_dict({"torch": {"version": "2.13.0+cpu"}, "devices": []})
+    assert torch_fix(pip_hint, installed) == (  # type: ignore[arg-type]
+        f"reinstall torch, whose installed 2.13.0+cpu does not import: {py} -m pip install "
+        "torch-acme"
+    )

@@ -232,7 +232,7 @@ def test_a_no_test_marker_is_on_a_runnable_block() -> None:
 @pytest.mark.parametrize(
     "block",
     [
-        pytest.param(b, marks=pytest.mark.skip(reason=f"no-test: {b.skip}"))
+        pytest.param(b, marks=pytest.mark.skip(reason=f"{b.id}: no-test: {b.skip}"))
         if b.skip is not None
         else b
         for b in RUNNABLE

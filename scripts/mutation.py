@@ -341,6 +341,10 @@ def _scratch(base: Path, tests_from: str | None = None) -> Path:
         else:
             os.symlink(entry, target)
     for lib in (old / "lib").iterdir():  # lib/python3.X/site-packages
+        if not (lib / "site-packages").is_dir():  # a shared library some wheel put in lib/
+            (venv / "lib").mkdir(exist_ok=True)
+            os.symlink(lib, venv / "lib" / lib.name)
+            continue
         site_old = lib / "site-packages"
         site_new = venv / "lib" / lib.name / "site-packages"
         site_new.mkdir(parents=True)

@@ -50,7 +50,8 @@ def test_the_process_environment_is_read_when_none_is_given(
     assert (detect_launch().launcher, detect_launch().rank) == ("torchrun", 1)
 
 
-SRUN = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_LOCALID": "1"}
+# what srun sets for a step's task (SLURM_STEP_NUM_TASKS marks a task of a step)
+SRUN = {"SLURM_PROCID": "1", "SLURM_NTASKS": "2", "SLURM_STEP_NUM_TASKS": "2", "SLURM_LOCALID": "1"}
 
 
 def test_srun_address_and_port() -> None:
@@ -63,7 +64,7 @@ def test_srun_address_and_port() -> None:
     assert no_job.master_port == 29500  # torch.distributed's default
     with pytest.raises(LaunchError, match="srun started this task but no node list is set"):
         detect_launch(SRUN)
-    one = detect_launch({"SLURM_PROCID": "0", "SLURM_NTASKS": "1"})
+    one = detect_launch({"SLURM_PROCID": "0", "SLURM_NTASKS": "1", "SLURM_STEP_NUM_TASKS": "1"})
     assert (one.launcher, one.master_addr, one.local_rank) == ("slurm", None, 0)
 
 

@@ -81,3 +81,14 @@ def test_torch_fix_falls_back_to_the_backends_install_hint() -> None:
         f"reinstall torch, whose installed 2.13.0+cpu does not import: {py} -m pip install "
         "torch-acme"
     )
+
+
+@pytest.mark.parametrize("rank", ["8", "9", "100"])
+def test_a_local_rank_past_the_visible_devices_is_never_an_index_error(rank: str) -> None:
+    """LOCAL_RANK=8 on eight GPUs names no device: whatever the answer (a stated error or a
+    fallback), it is never Python's IndexError from reading past the list."""
+    try:
+        t = resolve_target(host=H100_8, env={"LOCAL_RANK": rank})
+    except HwBackendsError:
+        return  # a stated refusal: what the user needs
+    assert t.device is not None and t.device in t.devices

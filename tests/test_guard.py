@@ -65,3 +65,36 @@ def test_each_call_of_a_batch_has_its_own_limit() -> None:
 
     got = guard.call_many([(f"p{i}.probe()", slow) for i in range(4)], timeout=1.0)
     assert got == [(True, "done")] * 4
+
+
+def test_a_long_exception_message_is_cut_at_500_characters() -> None:
+    assert guard.describe(ValueError("x" * 600)) == "ValueError: " + "x" * 500 + "…"
+    assert guard.describe(ValueError("x" * 500)) == "ValueError: " + "x" * 500
+    assert guard.describe(ValueError()) == "ValueError"
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [("", 30.0), ("0", 0.0), ("off", 0.0), ("None", 0.0),
+                                              ("2.5", 2.5)])  # fmt: skip
+def test_the_time_limit_setting(raw: str, seconds: float) -> None:
+    assert guard.timeout_from({"HWBACKENDS_TIMEOUT": raw}) == seconds
+
+
+def test_a_variable_put_back_by_the_plugin_is_no_change(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    monkeypatch.setenv("HWB_GUARD_SAME", "before")
+
+    def plugin() -> str:
+        os.environ["HWB_GUARD_SAME"] = "during"
+        os.environ["HWB_GUARD_SAME"] = "before"  # restored: nothing changed for the caller
+        return "ok"
+
+    assert guard.call("acme.probe()", plugin, timeout=5) == "ok"
+
+
+@pytest.mark.parametrize("timeout", [0, 5])
+def test_after_a_call_the_caller_is_not_running_plugin_code(timeout: float) -> None:
+    inside: list[bool] = []
+    guard.call("acme.probe()", lambda: inside.append(guard.running_plugin_code()), timeout=timeout)
+    assert inside == [True]
+    assert guard.running_plugin_code() is False

@@ -172,6 +172,8 @@ class _Finder(ast.NodeVisitor):
         if line in self.skip_lines:
             return
         func = ".".join(self.scope) or "<module>"
+        if len(TESTS[self.group][0]) > 1:  # several modules in the group: name the module
+            func = f"{Path(self.rel).stem}.{func}"
         n = self.counts.get((func, kind), 0) + 1
         self.counts[(func, kind)] = n
         start, end = self._span(node)

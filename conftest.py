@@ -13,6 +13,11 @@ from hypothesis import HealthCheck, settings
 # process and in the ones it starts.
 os.environ["HWBACKENDS_NO_CACHE"] = "1"
 
+# pytest-xdist's workers set COLUMNS=80 and LINES=24; a command's output width must not depend
+# on how the suite is run (the docs show commands run without a terminal).
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
+
 # No test may write the user's real cache, even one that turns the cache back on or starts a
 # process with a cleaned environment: the cache of this session lives in a temporary folder, and
 # the real file of this interpreter must be unchanged at the end (checked below).

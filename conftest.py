@@ -1,8 +1,64 @@
 """Settings for every test in the repository (core, plugins, docs)."""
 
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator
 
-# The selection cache (hwbackends._selection.cache) is tested on its own in tests/test_fast.py;
-# everywhere else each test must see a fresh selection, in this process and in the ones it
-# starts, and must not write to the user's cache directory.
+import pytest
+from hypothesis import HealthCheck, settings
+
+# The selection cache (hwbackends._selection.cache) is tested on its own in tests/test_fast.py
+# and tests/test_cache_key.py; everywhere else each test must see a fresh selection, in this
+# process and in the ones it starts.
 os.environ["HWBACKENDS_NO_CACHE"] = "1"
+
+# pytest-xdist's workers set COLUMNS=80 and LINES=24; a command's output width must not depend
+# on how the suite is run (the docs show commands run without a terminal).
+for _var in ("COLUMNS", "LINES"):
+    os.environ.pop(_var, None)
+
+# No test may write the user's real cache, even one that turns the cache back on or starts a
+# process with a cleaned environment: the cache of this session lives in a temporary folder, and
+# the real file of this interpreter must be unchanged at the end (checked below).
+_REAL_CACHE_HOMES = [
+    d
+    for d in {os.environ.get("XDG_CACHE_HOME") or "", os.path.expanduser("~/.cache")}
+    if os.path.isabs(d)
+]
+_SESSION_CACHE = tempfile.mkdtemp(prefix="hwbackends-test-cache-")
+os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE
+
+# No implicit timing assertion: Hypothesis' default 200 ms deadline fails a property test on a
+# busy machine although nothing is wrong.
+settings.register_profile("hwbackends", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("hwbackends")
+
+
+def _real_cache_files() -> dict[str, tuple[int, int, int] | None]:
+    # Only this interpreter's file: the cache keeps one file per interpreter, so other
+    # environments using the same home folder at the same time never count as this session.
+    from hwbackends._selection.cache import _file_name
+
+    out: dict[str, tuple[int, int, int] | None] = {}
+    for home in _REAL_CACHE_HOMES:
+        path = os.path.join(home, "hwbackends", _file_name())
+        try:
+            st = os.stat(path)
+        except OSError:
+            out[path] = None
+        else:
+            out[path] = (st.st_size, st.st_mtime_ns, st.st_ino)
+    return out
+
+
+_BEFORE = _real_cache_files()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _the_real_user_cache_is_untouched() -> Iterator[None]:
+    yield
+    after = _real_cache_files()
+    shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
+    written = [p for p, state in after.items() if state != _BEFORE.get(p)]
+    assert written == [], f"a test wrote the user's real selection cache: {written}"

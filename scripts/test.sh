@@ -29,4 +29,7 @@ fi
 # pyproject.toml). .ci/constraints.txt pins the versions the tests and the generated docs were
 # checked against, so a new upstream release cannot change them. torch is already satisfied.
 .venv/bin/python -m pip install -q -c .ci/constraints.txt -e ".[dev,transformers,docs]" "${plugins[@]}"
-exec .venv/bin/python -m pytest "$@"
+# Two test processes (pytest-xdist): the suite waits mostly on child processes (CLI runs,
+# torchrun, the tiny model), so two workers finish sooner even on a two-core machine; pass
+# -n 0 to run in one process.
+exec .venv/bin/python -m pytest -n 2 "$@"

@@ -6,9 +6,10 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -17,6 +18,7 @@ from hwbackends._selection import registry as _registry
 from hwbackends._selection.registry import Registry
 
 HOSTS = Path(__file__).parent / "hosts"
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -127,3 +129,37 @@ def pci_function(root: Path, bus: str, vendor: str, device: str, klass: str) -> 
     base.mkdir(parents=True, exist_ok=True)
     for name, value in (("vendor", vendor), ("device", device), ("class", klass)):
         (base / name).write_text(value + "\n", encoding="utf-8")
+
+
+def free_port(low: int = 20000, high: int = 60000) -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now (chosen at random so that
+    parallel test runs rarely pick the same one)."""
+    import random
+    import socket
+
+    for _ in range(200):
+        port = random.randint(low, high)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}..{high}")
+
+
+def on_a_free_port(body: Callable[[int], _T], low: int = 20000, high: int = 60000) -> _T:
+    """``body(port)`` with a free port, again on another port if the one chosen was taken.
+
+    A port cannot be held open for a child process that binds it itself (torchrun's store,
+    a rank's rendezvous), so another process may take it in between; the child then fails
+    with EADDRINUSE, which ``body``'s assertion message carries. Any other failure is raised
+    at once."""
+    for attempt in range(3):
+        try:
+            return body(free_port(low, high))
+        except AssertionError as exc:
+            if attempt < 2 and "address already in use" in str(exc).lower():
+                continue
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover

@@ -14,10 +14,6 @@ PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
 MIXED = str(PLUGINS / "hwbackends-cuda" / "tests" / "hosts" / "mixed-4-unknown-order.json")
 MI300 = str(PLUGINS / "hwbackends-rocm" / "tests" / "hosts" / "mi300x-8.json")
 
-pytestmark = pytest.mark.skipif(
-    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
-)
-
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = main(list(argv))

@@ -17,10 +17,6 @@ ROOT = Path(__file__).resolve().parent.parent
 EIGHT = str(ROOT / "docs" / "hosts" / "eight-h100.json")
 TWO = str(ROOT / "docs" / "hosts" / "two-l40s.json")
 
-pytestmark = pytest.mark.skipif(
-    not (ROOT / "plugins" / "hwbackends-cuda").exists(), reason="the in-repo plugins are needed"
-)
-
 
 def cli(
     *argv: str, encoding: str = "utf-8", stdout: Any = subprocess.PIPE, **env: str

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
@@ -37,7 +35,6 @@ def test_readme_setup_installs_the_core_and_every_plugin() -> None:
 
 
 def test_readme_transformers_usage_runs(tmp_path: Path) -> None:
-    pytest.importorskip("transformers")
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert len(blocks) == 1
     setup = (

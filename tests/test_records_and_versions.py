@@ -117,3 +117,53 @@ def test_pre_dev_and_post_releases_go_to_packaging(version: str) -> None:
     assert _plain_order(version, "0.17.2", "0.18.0") is None
     want = Version("0.17.2") <= Version(version) < Version("0.18.0")
     assert version_in_range(version, "0.17.2", "0.18.0") == want
+
+
+# -- release numbers and torch builds (what probes read from version strings) --------------------
+
+
+@pytest.mark.parametrize(
+    ("version", "numbers"),
+    [("2.8.0+cu128", (2, 8, 0)), ("0.18.0rc1", (0, 18, 0)), ("12", (12,)),
+     ("1.2.3.4", (1, 2, 3, 4)), ("570.133.20", (570, 133, 20)), ("2.0a1", (2, 0)), ("", ()),
+     (None, ()), ("dev", ()), ("1..2", (1,)), ("v1.2", ())],
+)  # fmt: skip
+def test_release_numbers_stop_at_the_first_non_number(
+    version: str | None, numbers: tuple[int, ...]
+) -> None:
+    """The leading release segment of PEP 440 (https://peps.python.org/pep-0440/#public-version-
+    identifiers): numbers separated by dots, before a pre-, post-, dev- or local part."""
+    from hwbackends._base.versions import release
+
+    assert release(version) == numbers
+
+
+def test_a_torch_build_without_a_known_wheel_index_is_an_error() -> None:
+    from hwbackends._base.versions import torch_install_hint
+
+    assert torch_install_hint("cpu") == (
+        "pip install torch --index-url https://download.pytorch.org/whl/cpu"
+    )  # the PyTorch install selector (https://pytorch.org/get-started/locally/)
+    with pytest.raises(ValueError, match="no torch wheel index is known for 'tpu'"):
+        torch_install_hint("tpu")
+
+
+def test_why_a_torch_cannot_drive_a_device() -> None:
+    from hwbackends import Host
+    from hwbackends._base.versions import describes_drivers, torch_build_problem
+
+    cu128 = "pip install torch --index-url https://download.pytorch.org/whl/cu128"
+    none = Host.from_dict({"devices": []})
+    assert torch_build_problem(none, "cuda") == ("torch is not installed", cu128)
+    cpu = Host.from_dict({"torch": {"version": "2.13.0+cpu"}, "devices": []})
+    assert torch_build_problem(cpu, "cuda") == (
+        "the installed torch 2.13.0+cpu is a cpu build, not a cuda build",
+        f"{cu128} (replaces the cpu build)",
+    )
+    cuda = Host.from_dict({"torch": {"version": "2.8.0+cu128", "cuda": "12.8"}, "devices": []})
+    assert torch_build_problem(cuda, "cuda") is None
+    # a host file that lists neither drivers nor /dev nodes leaves them unknown
+    assert describes_drivers(none) is False
+    assert describes_drivers(Host.from_dict({"devices": [], "drivers": {"nvidia": "570.1"}}))
+    assert describes_drivers(Host.from_dict({"devices": [], "device_nodes": ["nvidia0"]}))
+    assert describes_drivers(Host.from_system("/nonexistent-root", path=[], backends=[]))

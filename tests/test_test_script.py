@@ -3,14 +3,11 @@ torch for Linux is the CUDA build), and says that it installs into the README's 
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = (ROOT / "scripts" / "test.sh").read_text()
@@ -39,21 +36,45 @@ def test_the_script_says_it_shares_the_readme_venv() -> None:
     assert "into the same `.venv`" in readme
 
 
-@pytest.mark.skipif(
-    any(os.path.exists(n) for n in GPU_NODES), reason="a GPU machine keeps the default build"
-)
-def test_the_torch_step_resolves_the_cpu_wheel_without_hanging() -> None:
-    """Resolve (not install) exactly what the script asks for; an unreachable index costs a
-    warning, not minutes."""
+def _wheel(index: Path, version: str) -> None:
+    """A minimal torch wheel of ``version`` in a PEP 503 index folder (no network needed)."""
+    import zipfile
+
+    folder = index / "torch"
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"torch-{version}.dist-info"
+    files = {
+        "torch/__init__.py": "",
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: torch\nVersion: {version}\n",
+        f"{info}/WHEEL": "Wheel-Version: 1.0\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    files[f"{info}/RECORD"] = "".join(f"{n},,\n" for n in [*files, f"{info}/RECORD"])
+    wheel = f"torch-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(folder / wheel, "w") as z:
+        for name, text in files.items():
+            z.writestr(name, text)
+    # a file:// index serves each project's page as its index.html (PEP 503)
+    (folder / "index.html").write_text(f'<html><body><a href="{wheel}">{wheel}</a></body></html>\n')
+
+
+def test_the_torch_step_takes_the_cpu_wheel_from_the_extra_index(tmp_path: Path) -> None:
+    """pip run with exactly the script's torch step and the CPU index as --extra-index-url
+    takes 2.13.0+cpu over PyPI's 2.13.0 (a local version sorts after its public one, PEP 440).
+    Both indexes are local folders with the versions each serves, so no network is used."""
+    pypi, cpu = tmp_path / "pypi", tmp_path / "cpu"
+    _wheel(pypi, "2.13.0")  # PyPI's Linux torch (the CUDA build)
+    _wheel(cpu, "2.13.0+cpu")  # https://download.pytorch.org/whl/cpu
     step = _torch_step()
     at = step.index("INDEX")
-    index = re.search(r"TORCH_CPU_INDEX=(\S+)", SCRIPT)
-    assert index is not None
+    assert re.search(r"TORCH_CPU_INDEX=(\S+)", SCRIPT) is not None
     argv = [
         sys.executable,
         *[a for a in step[1:at] if a != "-q"],  # pip's report of what it would install
+        "--isolated",  # no pip.conf or PIP_* variable of this machine
+        "--index-url",
+        pypi.as_uri(),
         "--extra-index-url",
-        index.group(1),
+        cpu.as_uri(),
         *step[at + 1 :],
         "--dry-run",
         "--ignore-installed",

@@ -6,8 +6,9 @@
   ``python scripts/new_plugin.py ...`` (run in a scratch copy of the template). The exit code
   must be 0, or the one given by ``<!-- expect-exit: N -->`` before the block, and every shown
   output line must appear in stdout + stderr (whitespace runs compared as one space).
-* Blocks of any other language (``text``, ``json``) are not run. A block preceded by
-  ``<!-- no-test: REASON -->`` is not run; the reason is required.
+* Blocks of any other language (``text``, ``json``) are not run and not collected. A block
+  preceded by ``<!-- no-test: REASON -->`` is collected as a skip that shows the reason; the
+  reason is required.
 """
 
 from __future__ import annotations
@@ -210,19 +211,35 @@ def run_python(block: Block, tmp: Path) -> None:
 
 
 BLOCKS = all_blocks()
+# Only runnable blocks are tests: ``text``/``json`` blocks are shown, not run, so they are not
+# collected at all; a ``<!-- no-test: REASON -->`` block is collected as a skip with its reason.
+RUNNABLE = [b for b in BLOCKS if b.lang in RUN_LANGS]
 
 
 def test_the_docs_have_examples() -> None:
-    assert sum(1 for b in BLOCKS if b.lang in RUN_LANGS and b.skip is None) >= 20
+    assert sum(1 for b in RUNNABLE if b.skip is None) >= 20
 
 
-@pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
+def test_every_no_test_marker_gives_a_reason() -> None:
+    assert [b.id for b in BLOCKS if b.skip is not None and not b.skip.strip()] == []
+
+
+def test_a_no_test_marker_is_on_a_runnable_block() -> None:
+    """A marker before a ``text`` block would skip nothing: it is a mistake."""
+    assert [b.id for b in BLOCKS if b.skip is not None and b.lang not in RUN_LANGS] == []
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        pytest.param(b, marks=pytest.mark.skip(reason=f"{b.id}: no-test: {b.skip}"))
+        if b.skip is not None
+        else b
+        for b in RUNNABLE
+    ],
+    ids=[b.id for b in RUNNABLE],
+)
 def test_example(block: Block, tmp_path: Path) -> None:
-    if block.lang not in RUN_LANGS:
-        return  # text, json, …: shown, not run
-    if block.skip is not None:
-        assert block.skip.strip(), f"{block.id}: <!-- no-test --> needs a reason"
-        pytest.skip(f"{block.id}: {block.skip}")
     if block.lang == "python":
         run_python(block, tmp_path)
     else:

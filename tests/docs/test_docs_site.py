@@ -9,14 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 
 
 def test_mkdocs_build_strict(tmp_path: Path) -> None:
-    pytest.importorskip("mkdocs", reason="mkdocs is not installed (pip install 'mkdocs>=1.6')")
     proc = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
         cwd=ROOT,

@@ -15,11 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch  # noqa: F401 - installed by scripts/test.sh: a missing one fails, not skips
 
 from hwbackends.distributed import LaunchError, detect_launch
-
-pytest.importorskip("torch")
-
 
 # -- detect_launch on each environment's variables ------------------------------------------
 
@@ -279,7 +277,8 @@ json.dump(out, sys.stdout)
 
 
 def test_detect_launch_agrees_with_lightning_on_generated_sets(tmp_path: Path) -> None:
-    pytest.importorskip("lightning_fabric")
+    import lightning_fabric  # noqa: F401 - the dev extra installs it
+
     sets = _generated(tmp_path, 400)
     proc = subprocess.run(
         [sys.executable, "-W", "ignore", "-c", LIGHTNING],

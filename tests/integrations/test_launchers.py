@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shlex
-import socket
 import subprocess
 import sys
 import textwrap
@@ -18,8 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("torch")
+from coretest import on_a_free_port
 
 from hwbackends.distributed import launch_plan
 
@@ -45,18 +42,6 @@ with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}.json"), "w") as f:
     json.dump(out, f)
 dist.destroy_process_group()
 """
-
-
-def free_port(low: int = 20000, high: int = 60000) -> int:
-    for _ in range(200):
-        port = random.randint(low, high)
-        with socket.socket() as s:
-            try:
-                s.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError("no free port")
 
 
 def base_env(tmp: Path) -> dict[str, str]:
@@ -106,20 +91,22 @@ def printed_plan(tmp: Path, out: Path, port: int) -> dict[str, str]:
 
 @pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
 def test_printed_launch_commands_start_two_ranks(tmp_path: Path, launcher: str) -> None:
-    out = tmp_path / "out"
-    out.mkdir()
-    port = free_port()
-    line = printed_plan(tmp_path, out, port)[launcher]
-    if launcher == "accelerate":
-        # the one-process launcher behind --cpu would start a single rank (issue 13, item 1)
-        assert line.startswith("ACCELERATE_USE_CPU=true accelerate launch --num_processes 2 ")
-        assert "--multi_gpu" in line and "--cpu" not in line
-    run_shell(line, base_env(tmp_path))
-    check_ranks(out, "torchrun", port)
+    def attempt(port: int) -> None:
+        out = tmp_path / f"out-{port}"
+        out.mkdir()
+        line = printed_plan(tmp_path, out, port)[launcher]
+        if launcher == "accelerate":
+            # the one-process launcher behind --cpu would start a single rank (issue 13, item 1)
+            assert line.startswith("ACCELERATE_USE_CPU=true accelerate launch --num_processes 2 ")
+            assert "--multi_gpu" in line and "--cpu" not in line
+        run_shell(line, base_env(tmp_path))
+        check_ranks(out, "torchrun", port)
+
+    on_a_free_port(attempt)
 
 
 def start_two(tmp: Path, per_rank: list[dict[str, str]]) -> Path:
-    out = tmp / "out"
+    out = tmp / f"out-{len(list(tmp.glob('out-*')))}"
     out.mkdir()
     script = worker(tmp)
     procs = [
@@ -132,40 +119,51 @@ def start_two(tmp: Path, per_rank: list[dict[str, str]]) -> Path:
         )
         for extra in per_rank
     ]
-    errors = []
+    # A rank that fails (its port taken, say) fails the test at once: its peer would wait for
+    # the rendezvous until TIMEOUT.
+    waiting = list(procs)
     try:
-        for p in procs:
-            errors.append(p.communicate(timeout=TIMEOUT)[1])
+        for _ in range(int(TIMEOUT / 0.5)):
+            for p in list(waiting):
+                try:
+                    err = p.communicate(timeout=0.5)[1]
+                except subprocess.TimeoutExpired:
+                    continue
+                waiting.remove(p)
+                assert p.returncode == 0, err[-3000:]
+            if not waiting:
+                return out
+        raise AssertionError(f"the ranks did not finish within {TIMEOUT} s")
     finally:  # a hung rendezvous must not outlive the test
         for q in procs:
             if q.poll() is None:
                 q.kill()
-    for p, err in zip(procs, errors, strict=True):
-        assert p.returncode == 0, err[-3000:]
-    return out
+                q.communicate()
 
 
-def slurm_job_id_for_free_port() -> tuple[str, int]:
-    port = free_port(15000, 24999)
-    return str(7_000_000 + port - 15000), port  # 15000 + last four digits = port
+def slurm_job_id(port: int) -> str:
+    """A Slurm job id whose derived port (15000 + its last four digits) is ``port``."""
+    return str(7_000_000 + port - 15000)
 
 
 def test_srun_style_variables_only(tmp_path: Path) -> None:
-    job, port = slurm_job_id_for_free_port()
-    ranks = [
-        {
-            "SLURM_PROCID": str(r),
-            "SLURM_NTASKS": "2",
-            "SLURM_STEP_NUM_TASKS": "2",
-            "SLURM_LOCALID": str(r),
-            "SLURM_NODEID": "0",
-            "SLURM_JOB_NODELIST": "localhost",
-            "SLURM_JOB_ID": job,
-            "SLURM_NTASKS_PER_NODE": "2",
-        }
-        for r in (0, 1)
-    ]
-    check_ranks(start_two(tmp_path, ranks), "slurm", port)
+    def attempt(port: int) -> None:
+        ranks = [
+            {
+                "SLURM_PROCID": str(r),
+                "SLURM_NTASKS": "2",
+                "SLURM_STEP_NUM_TASKS": "2",
+                "SLURM_LOCALID": str(r),
+                "SLURM_NODEID": "0",
+                "SLURM_JOB_NODELIST": "localhost",
+                "SLURM_JOB_ID": slurm_job_id(port),
+                "SLURM_NTASKS_PER_NODE": "2",
+            }
+            for r in (0, 1)
+        ]
+        check_ranks(start_two(tmp_path, ranks), "slurm", port)
+
+    on_a_free_port(attempt, 15000, 24999)
 
 
 @pytest.mark.parametrize(
@@ -182,17 +180,20 @@ def test_srun_style_variables_only(tmp_path: Path) -> None:
     ids=["openmpi", "mpich"],
 )
 def test_mpirun_style_variables_only(tmp_path: Path, style: tuple[str, ...]) -> None:
-    port = free_port()
     rank, size, local, local_size = style
-    # MASTER_PORT only keeps parallel test runs apart; the address is found (localhost)
-    ranks = [
-        {rank: str(r), size: "2", local: str(r), local_size: "2", "MASTER_PORT": str(port)}
-        for r in (0, 1)
-    ]
-    out = start_two(tmp_path, ranks)
-    check_ranks(out, "mpi", port)
-    seen = json.loads((out / "rank1.json").read_text())
-    assert seen["env"]["MASTER_ADDR"] == "localhost"
+
+    def attempt(port: int) -> None:
+        # MASTER_PORT only keeps parallel test runs apart; the address is found (localhost)
+        ranks = [
+            {rank: str(r), size: "2", local: str(r), local_size: "2", "MASTER_PORT": str(port)}
+            for r in (0, 1)
+        ]
+        out = start_two(tmp_path, ranks)
+        check_ranks(out, "mpi", port)
+        seen = json.loads((out / "rank1.json").read_text())
+        assert seen["env"]["MASTER_ADDR"] == "localhost"
+
+    on_a_free_port(attempt)
 
 
 FAKE_SRUN = """#!{python}
@@ -236,28 +237,31 @@ def test_printed_sbatch_script_runs_two_ranks(tmp_path: Path, scheduler: str) ->
     for name, text in (("srun", FAKE_SRUN), ("scontrol", FAKE_SCONTROL)):
         (fake / name).write_text(text.format(python=sys.executable))
         (fake / name).chmod(0o755)
-    out = tmp_path / "out"
-    out.mkdir()
-    script = worker(tmp_path)
-    env = base_env(tmp_path)
-    cmd = [str(BIN / "hwbackends"), "launch-plan", "--nproc-per-node", "2", "--scheduler",
-           scheduler, str(script), str(out)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    sbatch = proc.stdout
-    per_node = 1 if scheduler == "slurm-torchrun" else 2
-    assert f"#SBATCH --ntasks-per-node={per_node}\n" in sbatch
-    job, _ = slurm_job_id_for_free_port()
-    env.update(
-        PATH=f"{fake}{os.pathsep}{env['PATH']}",
-        SLURM_JOB_ID=job,
-        SLURM_JOB_NODELIST="localhost",
-        SLURM_NNODES="1",
-        SLURM_NTASKS_PER_NODE=str(per_node),
-    )
-    (tmp_path / "job.sbatch").write_text(sbatch)
-    run_shell(f"bash {shlex.quote(str(tmp_path / 'job.sbatch'))}", env)
-    check_ranks(out, "torchrun" if scheduler == "slurm-torchrun" else "slurm")
+
+    def attempt(port: int) -> None:
+        out = tmp_path / f"out-{port}"
+        out.mkdir()
+        script = worker(tmp_path)
+        env = base_env(tmp_path)
+        cmd = [str(BIN / "hwbackends"), "launch-plan", "--nproc-per-node", "2", "--scheduler",
+               scheduler, str(script), str(out)]  # fmt: skip
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        sbatch = proc.stdout
+        per_node = 1 if scheduler == "slurm-torchrun" else 2
+        assert f"#SBATCH --ntasks-per-node={per_node}\n" in sbatch
+        env.update(
+            PATH=f"{fake}{os.pathsep}{env['PATH']}",
+            SLURM_JOB_ID=slurm_job_id(port),
+            SLURM_JOB_NODELIST="localhost",
+            SLURM_NNODES="1",
+            SLURM_NTASKS_PER_NODE=str(per_node),
+        )
+        (tmp_path / "job.sbatch").write_text(sbatch)
+        run_shell(f"bash {shlex.quote(str(tmp_path / 'job.sbatch'))}", env)
+        check_ranks(out, "torchrun" if scheduler == "slurm-torchrun" else "slurm")
+
+    on_a_free_port(attempt, 15000, 24999)
 
 
 def test_sbatch_pins_visibility_per_node() -> None:
@@ -336,23 +340,26 @@ def test_real_mpiexec_runs_three_ranks_inside_a_slurm_batch_shell(tmp_path: Path
     """MPICH's mpiexec in a batch shell: every rank inherits SLURM_PROCID=0 and
     SLURM_NTASKS=3 from the shell, and Hydra starts its proxy with srun (so the ranks also see
     a one-task step: SLURM_STEP_NUM_TASKS=1); the ranks' own PMI_* must win."""
-    job, port = slurm_job_id_for_free_port()
-    env = {**base_env(tmp_path), **batch_shell(job)}
-    env["PATH"] = f"{fake_bin(tmp_path, srun=FAKE_SRUN)}{os.pathsep}{env['PATH']}"
-    out = tmp_path / "out"
-    out.mkdir()
-    line = f"{MPIEXEC} -n 3 {sys.executable} {worker(tmp_path)} {out}"
-    run_shell(line, env)
-    seen = collect(out, 3)
-    assert {s["launcher"] for s in seen} == {"mpi"}
-    # the port derived from the job id, as under srun: concurrent jobs on a node differ
-    assert {s["env"]["MASTER_PORT"] for s in seen} == {str(port)}  # type: ignore[index]
+
+    def attempt(port: int) -> None:
+        env = {**base_env(tmp_path), **batch_shell(slurm_job_id(port))}
+        env["PATH"] = f"{fake_bin(tmp_path, srun=FAKE_SRUN)}{os.pathsep}{env['PATH']}"
+        out = tmp_path / f"out-{port}"
+        out.mkdir()
+        line = f"{MPIEXEC} -n 3 {sys.executable} {worker(tmp_path)} {out}"
+        run_shell(line, env)
+        seen = collect(out, 3)
+        assert {s["launcher"] for s in seen} == {"mpi"}
+        # the port derived from the job id, as under srun: concurrent jobs on a node differ
+        assert {s["env"]["MASTER_PORT"] for s in seen} == {str(port)}  # type: ignore[index]
+
+    on_a_free_port(attempt, 15000, 24999)
 
 
 def test_python_alone_in_a_batch_shell_is_one_process(tmp_path: Path) -> None:
     """`python train.py` straight in the batch shell of `--ntasks=3`: one process, which
     forms a one-rank group and returns (it used to wait for two ranks never started)."""
-    job, _ = slurm_job_id_for_free_port()
+    job = slurm_job_id(15000)  # one process: no rendezvous, no port is bound
     out = tmp_path / "out"
     out.mkdir()
     proc = subprocess.run(

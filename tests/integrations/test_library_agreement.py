@@ -11,18 +11,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+# Installed by the test environment (scripts/test.sh): a missing one is a failure, not a skip.
+import accelerate  # noqa: F401
+import kernels  # noqa: F401
 import pytest
+import transformers
 
-transformers = pytest.importorskip("transformers")
-pytest.importorskip("accelerate")
-pytest.importorskip("kernels")
-
-from hwbackends import Host, UnsupportedSettingError  # noqa: E402
-from hwbackends._integrations.smoke import tiny_llama_config  # noqa: E402
-from hwbackends._kit.hf_tables import kernels_state, transformers_tables  # noqa: E402
-from hwbackends.accelerate import training_kwargs  # noqa: E402
-from hwbackends.distributed import launch_plan  # noqa: E402
-from hwbackends.transformers import plan_pretrained, pretrained_kwargs  # noqa: E402
+from hwbackends import Host, UnsupportedSettingError
+from hwbackends._integrations.smoke import tiny_llama_config
+from hwbackends._kit.hf_tables import kernels_state, transformers_tables
+from hwbackends.accelerate import training_kwargs
+from hwbackends.distributed import launch_plan
+from hwbackends.transformers import plan_pretrained, pretrained_kwargs
 
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 CPU_ONLY = {"HWBACKENDS_PLUGINS": ""}
@@ -332,4 +332,28 @@ def test_mps_under_a_launcher(monkeypatch: pytest.MonkeyPatch) -> None:
         "Accelerate creates no process group on mps devices (the installed accelerate/state.py "
         "PartialState._prepare_backend): under accelerate launch or the Trainer each of the 4 "
         "ranks trains alone"
+    )
+
+
+# -- the quantization catalogue covers the installed Transformers' quantizers --------------------
+
+
+def test_quant_methods_are_the_installed_transformers_quantizers() -> None:
+    """``QUANT_METHODS`` claims one entry per method of Transformers' quantizer mapping; a
+    Transformers release that adds or drops a quantizer fails here until the catalogue (and each
+    vendor's verdicts) follow. Keys are written with ``_`` for ``-``, and the 4- and 8-bit
+    bitsandbytes quantizers are one method."""
+    from transformers.quantizers.auto import AUTO_QUANTIZER_MAPPING
+
+    from hwbackends.facts import QUANT_METHODS
+
+    def key(name: str) -> str:
+        name = name.replace("-", "_")
+        return "bitsandbytes" if name.startswith("bitsandbytes_") else name
+
+    theirs = {key(k) for k in AUTO_QUANTIZER_MAPPING}
+    ours = set(QUANT_METHODS)
+    assert (sorted(theirs - ours), sorted(ours - theirs)) == ([], []), (
+        f"transformers {transformers.__version__}: (missing from QUANT_METHODS, not a "
+        "quantizer of the installed Transformers)"
     )

@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+# installed by scripts/test.sh: a missing one is a failure, not a skip
+import torch
+import transformers
 
-import hwbackends  # noqa: E402
-import hwbackends.transformers as hwt  # noqa: E402
-from hwbackends import Host  # noqa: E402
-from hwbackends._integrations.smoke import tiny_llama_config  # noqa: E402
-from hwbackends.accelerate import plan_training, training_kwargs  # noqa: E402
-from hwbackends.distributed import backend_name, launch_env, launch_plan  # noqa: E402
+import hwbackends
+import hwbackends.transformers as hwt
+from hwbackends import Host
+from hwbackends._integrations.smoke import tiny_llama_config
+from hwbackends.accelerate import plan_training, training_kwargs
+from hwbackends.distributed import backend_name, launch_env, launch_plan
 
 CPU_ONLY = {"HWBACKENDS_PLUGINS": ""}  # hermetic: only the built-in cpu backend
 
@@ -95,10 +94,24 @@ def test_quantization_preflight_on_cpu_unknown_warns() -> None:
     assert "quantization_config" not in plan.kwargs
 
 
+def cpu_has_native_bf16() -> bool:
+    """Whether this CPU runs bf16 matmuls natively, asked of torch's own CPU feature detection
+    (cpuinfo, CPUID on x86), not of hwbackends' reader of /proc/cpuinfo. On x86 that is
+    AVX512-BF16 or AMX (whose tiles come with AMX-BF16); on Arm, FEAT_BF16, which the kernel
+    lists as "bf16" in /proc/cpuinfo's Features (Documentation/arch/arm64/elf_hwcaps.rst)."""
+    import platform
+
+    if platform.machine().lower() in ("x86_64", "amd64", "i686"):
+        return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
+    with open("/proc/cpuinfo", encoding="utf-8") as f:
+        return any(
+            line.startswith("Features") and "bf16" in line.split(":", 1)[1].split() for line in f
+        )
+
+
 def test_training_arguments_on_cpu() -> None:
     kw = training_kwargs(env=CPU_ONLY)
-    host = Host.from_system()
-    native_bf16 = bool(host.cpu.flags & {"avx512_bf16", "amx_bf16", "bf16"})
+    native_bf16 = cpu_has_native_bf16()
     assert kw == ({"use_cpu": True, "bf16": True} if native_bf16 else {"use_cpu": True})
     args = transformers.TrainingArguments(output_dir="/tmp/hwb-ta", report_to="none", **kw)
     assert args.device == torch.device("cpu")
@@ -119,47 +132,15 @@ def test_ddp_backend_only_under_a_launcher() -> None:
     assert backend_name(env=CPU_ONLY) == "gloo"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def test_torchrun_two_cpu_processes(tmp_path: Path) -> None:
-    script = tmp_path / "rank.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import json, os, sys
-            import torch
-            import torch.distributed as dist
-            from hwbackends.distributed import init_process_group
-            collective = init_process_group()
-            t = torch.tensor([float(dist.get_rank() + 1)])
-            dist.all_reduce(t)
-            keys = ("LOCAL_RANK", "RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE")
-            seen = {k: os.environ[k] for k in keys}
-            out = {"collective": collective, "sum": t.item(), "env": seen}
-            with open(os.path.join(sys.argv[1], f"rank{dist.get_rank()}.json"), "w") as f:
-                json.dump(out, f)
-            dist.destroy_process_group()
-            """
-        )
-    )
-    env = {**os.environ, "HWBACKENDS_PLUGINS": "", "OMP_NUM_THREADS": "1"}
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-           "--master-addr", "127.0.0.1", "--master-port", str(free_port()),
-           str(script), str(tmp_path)]  # fmt: skip
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=240)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+def test_launch_plan_for_two_cpu_ranks() -> None:
+    """The plan for two CPU ranks. Starting them for real (torchrun, accelerate launch, srun-
+    and mpirun-style variables) is tests/integrations/test_launchers.py's job: once is enough."""
     plan = launch_plan(2, env=CPU_ONLY)
     assert plan.collective == "gloo"
     assert plan.torchrun == "torchrun --nproc-per-node 2 train.py"
     for rank in (0, 1):
-        seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
-        assert seen["collective"] == "gloo"
-        assert seen["sum"] == 3.0
-        assert seen["env"] == launch_env(rank, 2, env=CPU_ONLY)
+        env = launch_env(rank, 2, env=CPU_ONLY)
+        assert (env["RANK"], env["LOCAL_RANK"], env["WORLD_SIZE"]) == (str(rank), str(rank), "2")
 
 
 def test_launch_plan_checks_parallel_sizes() -> None:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hwbackends_cuda import CudaBackend
+from hwbackends_rocm import RocmBackend
 
 import hwbackends
 from hwbackends import SelectionReport
+from hwbackends.facts import version_in_range
+from hwbackends.testing import make_registry
 
 Select = Callable[..., SelectionReport]
 FA_LOG = "You do not have `flash_attn` installed, using `{}` from the `kernels` library instead!"
@@ -19,11 +23,25 @@ def caps_of(r: SelectionReport, i: int = 0) -> hwbackends.Capabilities:
     return CudaBackend().capabilities(r.devices[i], host=r.host)
 
 
-def test_h100_box_selects_cuda_with_hopper_facts(select: Select) -> None:
-    # The attention notes quote the installed transformers, which .ci/constraints.txt pins.
-    if hwbackends.Host.from_system().package("transformers") != "5.22.2":
-        pytest.skip("needs the pinned transformers 5.22.2 installed")
-    r = select("h100-sxm-8")
+def on_this_stack(name: str) -> hwbackends.Host:
+    """A host file with this environment's Transformers and kernels, so that its tables are
+    read from the installed files (any release the core allows, not only the pinned one)."""
+    from importlib.metadata import version
+
+    installed = version("transformers")
+    assert version_in_range(installed, "5.0", "5.23"), installed  # pyproject's range
+    d = hwbackends.Host.from_file(Path(__file__).parent / "hosts" / f"{name}.json").to_dict()
+    d["packages"] = {**d["packages"], "transformers": installed, "kernels": version("kernels")}
+    return hwbackends.Host.from_dict(d)
+
+
+def test_h100_box_selects_cuda_with_hopper_facts() -> None:
+    # The attention notes quote the installed transformers: expected values come from its own
+    # fallback table, not from a copy pinned to one release.
+    from transformers import __version__ as transformers_version
+    from transformers.modeling_flash_attention_utils import FLASH_ATTN_KERNEL_FALLBACK as FALLBACK
+
+    r = make_registry(CudaBackend, RocmBackend).select({}, on_this_stack("h100-sxm-8"))
     assert (r.chosen, r.device_type, r.rule) == ("cuda", "cuda", "priority")
     cuda = r.status("cuda")
     assert cuda.reason == (
@@ -39,18 +57,19 @@ def test_h100_box_selects_cuda_with_hopper_facts(select: Select) -> None:
     assert caps.training_precision == "bf16"
     assert caps.dtypes == ("float32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
     # flash-attn (FA2) is installed, so it comes first; FA3 and FA4 come from the Hub through
-    # the fallback table of the installed transformers (5.22.2, kernels 0.17.2 accepted).
+    # the fallback table of the installed transformers (this process is not on ROCm, so the
+    # table holds its CUDA branch).
     names = [(a.name, a.hub_kernel) for a in caps.attention]
     assert names == [
         ("flash_attention_2", None),
-        ("flash_attention_3", "kernels-community/vllm-flash-attn3"),
-        ("flash_attention_4", "kernels-community/flash-attn4"),
+        ("flash_attention_3", FALLBACK["flash_attention_3"]),
+        ("flash_attention_4", FALLBACK["flash_attention_4"]),
         ("sdpa", None),
         ("eager", None),
     ]
     fa3 = caps.attention[1]
-    assert FA_LOG.format("kernels-community/vllm-flash-attn3") in fa3.note
-    assert "read at run time from the installed transformers 5.22.2" in fa3.source
+    assert FA_LOG.format(FALLBACK["flash_attention_3"]) in fa3.note
+    assert f"read at run time from the installed transformers {transformers_version}" in fa3.source
     assert caps.attention[0].packages == ("flash-attn",)
     assert caps.distributed_backend == "nccl"
     assert caps.kernel_device == "cuda"

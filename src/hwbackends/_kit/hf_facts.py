@@ -203,6 +203,9 @@ QUANT_METHODS: Mapping[str, QuantMethod] = {
             "quantizer_finegrained_fp8.py"),
         _qm("fp_quant", ("fp-quant",),
             "CUDA or XPU; real quantization needs qutlass (Blackwell)", "quantizer_fp_quant.py"),
+        _qm("gemma", (),
+            "never rejects (no validate_environment); plain PyTorch layers, pre-quantized Gemma "
+            "checkpoints only", "quantizer_gemma.py"),
         _qm("gguf", ("gguf",),
             "never rejects; dequantizes unless kernels has a GGUF matmul kernel for the device",
             "quantizer_gguf.py"),

@@ -61,6 +61,8 @@ VERDICTS: tuple[QuantVerdict, ...] = (
        archs=_SM100, min_arch="sm_100",
        otherwise=("partial", "only pseudo-quantization (Triton emulation, no speed-up) before "
                   "Blackwell; NVFP4 pseudo-quantization needs sm_90")),
+    _v("gemma", "supported", "pre-quantized Gemma checkpoints: plain PyTorch int2/4/8 layers, "
+       "no CUDA-only kernel", CODE),
     _v("gguf", "supported", "quantized matmul through the hub GGUF kernel when kernels is "
        "compatible, else the weights are dequantized at load", f"{DOCS} (older revision); {CODE}"),
     _v("gptq", "supported", "GPTQ through gptqmodel"),

@@ -82,6 +82,8 @@ VERDICTS: tuple[QuantVerdict, ...] = (
        otherwise=("unsupported", _NO_FP8_UNITS)),
     _v("fp_quant", "unsupported", "real FP-Quant needs qutlass, an NVIDIA Blackwell library",
        GATE),
+    _v("gemma", "supported", "pre-quantized Gemma checkpoints: plain PyTorch int2/4/8 layers, "
+       "no CUDA-only kernel (read from the code, not run on ROCm)", GATE),
     _v("gguf", "partial", "GGUF loads but is dequantized at load: no GGUF matmul kernel is "
        "published for rocm", f"{OLD}; {GATE}"),
     _v("gptq", "supported", "GPTQ through gptqmodel (docs: GPTQModel supports ROCm)", OLD),

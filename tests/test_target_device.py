@@ -1,0 +1,94 @@
+"""``resolve_target``: which backend and device the integrations work from, for each way of
+naming them (the selected backend, a name, an object; a logical index, a ``Device``, none)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hwbackends import BackendUnavailableError, Host, HwBackendsError
+from hwbackends._selection.target import resolve_target
+
+ROOT = Path(__file__).resolve().parents[1]
+H100_8 = Host.from_file(ROOT / "plugins/hwbackends-cuda/tests/hosts/h100-sxm-8.json")
+
+
+def test_the_selected_backend_and_its_first_device() -> None:
+    t = resolve_target(host=H100_8, env={})
+    assert t.name == "cuda" and len(t.devices) == 8
+    assert t.device is not None and t.device.torch_device == "cuda:0"
+
+
+def test_a_logical_index_or_a_device_object() -> None:
+    t = resolve_target(device=7, host=H100_8, env={})
+    assert t.device is not None and t.device.torch_device == "cuda:7"
+    again = resolve_target(device=t.device, host=H100_8, env={})
+    assert again.device is t.device
+    named = resolve_target("cuda", 2, host=H100_8, env={})
+    assert named.device is not None and named.device.torch_device == "cuda:2"
+    obj = resolve_target(named.backend, 1, host=H100_8, env={})
+    assert obj.name == "cuda" and obj.device is not None and obj.device.torch_device == "cuda:1"
+
+
+@pytest.mark.parametrize("index", [8, -1, 100])
+def test_an_index_past_the_visible_devices_is_refused(index: int) -> None:
+    with pytest.raises(HwBackendsError, match=rf"device index {index} is out of range: cuda "
+                       r"shows 8 visible device\(s\)"):  # fmt: skip
+        resolve_target(device=index, host=H100_8, env={})
+
+
+@pytest.mark.parametrize("device", [True, "cuda:0", 1.0])
+def test_what_is_not_a_device_is_refused(device: object) -> None:
+    with pytest.raises(HwBackendsError, match=r"is not a device"):
+        resolve_target(device=device, host=H100_8, env={})  # type: ignore[arg-type]
+
+
+def test_a_named_backend_that_cannot_run_here_says_why() -> None:
+    with pytest.raises(BackendUnavailableError, match="the rocm backend is not available here"):
+        resolve_target("rocm", host=H100_8, env={})
+    assert resolve_target(" CUDA ", host=H100_8, env={}).name == "cuda"  # names are normalised
+
+
+def test_the_cpu_backend_ignores_local_rank() -> None:
+    """One CPU device for every rank: LOCAL_RANK picks among accelerators only."""
+    t = resolve_target("cpu", host=H100_8, env={"LOCAL_RANK": "3"})
+    assert t.device is not None and t.device.torch_device == "cpu"
+
+
+class _Declared:
+    """A backend's declarations as torch_fix reads them, nothing else."""
+
+    def __init__(self, name: str, flavour: str | None, hint: str) -> None:
+        self.name, self.torch_flavour, self.install_hint = name, flavour, hint
+
+
+def test_torch_fix_falls_back_to_the_backends_install_hint() -> None:
+    import sys
+
+    from hwbackends._selection.target import torch_fix
+
+    bare = Host.from_dict({"devices": []})
+    py = sys.executable
+    pip_hint = _Declared("acme", None, "pip install torch-acme")
+    assert torch_fix(pip_hint, bare) == f"install torch: {py} -m pip install torch-acme"  # type: ignore[arg-type]
+    other = _Declared("acme", "nosuchflavour", "  follow https://acme.example/torch  ")
+    assert torch_fix(other, bare) == "install torch: follow https://acme.example/torch"  # type: ignore[arg-type]
+    blank = _Declared("acme", None, "   ")
+    assert torch_fix(blank, bare) == f"install torch: {py} -m pip install torch"  # type: ignore[arg-type]
+    installed = Host.from_dict({"torch": {"version": "2.13.0+cpu"}, "devices": []})
+    assert torch_fix(pip_hint, installed) == (  # type: ignore[arg-type]
+        f"reinstall torch, whose installed 2.13.0+cpu does not import: {py} -m pip install "
+        "torch-acme"
+    )
+
+
+@pytest.mark.parametrize("rank", ["8", "9", "100"])
+def test_a_local_rank_past_the_visible_devices_is_never_an_index_error(rank: str) -> None:
+    """LOCAL_RANK=8 on eight GPUs names no device: whatever the answer (a stated error or a
+    fallback), it is never Python's IndexError from reading past the list."""
+    try:
+        t = resolve_target(host=H100_8, env={"LOCAL_RANK": rank})
+    except HwBackendsError:
+        return  # a stated refusal: what the user needs
+    assert t.device is not None and t.device in t.devices

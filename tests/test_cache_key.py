@@ -245,14 +245,16 @@ def test_a_cached_answer_names_an_entry_point_on_sys_path(
 
 def test_malformed_entries_are_misses() -> None:
     watch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    good = {cache._key(cache.detail(watch)): ("cpu", "")}
+    good = {cache._key(cache.detail(watch)): ("cpu", "", ())}
     hit = cache._lookup((watch, good))
-    assert hit is not None and hit.name == "cpu"
+    assert hit is not None and hit[0].name == "cpu" and hit[1] == ()
     for entry in (None, (watch,), (watch, []), (("x",), good), (((1,), ()), good),
                   (watch, {cache._key(cache.detail(watch)): ("cpu",)}),
-                  (watch, {cache._key(cache.detail(watch)): (1, "")}),
-                  (watch, {b"another detail": ("cpu", "")}),
-                  (watch, {cache._key(cache.detail(watch)): ("gpu", "")})):  # fmt: skip
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "")}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (1,))}),
+                  (watch, {cache._key(cache.detail(watch)): (1, "", ())}),
+                  (watch, {b"another detail": ("cpu", "", ())}),
+                  (watch, {cache._key(cache.detail(watch)): ("gpu", "", ())})):  # fmt: skip
         assert cache._lookup(entry) is None, entry
 
 
@@ -268,7 +270,8 @@ def test_a_plugin_named_by_a_cached_answer_is_imported_under_the_guard(
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
     watch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     try:
-        assert cache._lookup((watch, {cache._key(cache.detail(watch)): ("bye", str(info))})) is None
+        entry = {cache._key(cache.detail(watch)): ("bye", str(info), ())}
+        assert cache._lookup((watch, entry)) is None
     finally:
         sys.modules.pop("hwb_cache_bye", None)
 

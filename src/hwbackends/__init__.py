@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         HwBackendsError,
         PluginError,
         QuantizationError,
+        RankError,
         SettingsError,
         UnsupportedSettingError,
         VisibilityError,
@@ -55,6 +56,7 @@ __all__ = [
     "Probe",
     "QuantSupport",
     "QuantizationError",
+    "RankError",
     "SelectionReport",
     "SettingsError",
     "TorchBuild",
@@ -71,8 +73,8 @@ __all__ = [
 _WHERE = {
     "_base.errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "PluginError", "QuantizationError", "SettingsError", "UnsupportedSettingError",
-        "VisibilityError",
+        "PluginError", "QuantizationError", "RankError", "SettingsError",
+        "UnsupportedSettingError", "VisibilityError",
     ),
     "_machine.host": ("Host", "HostDevice", "TorchBuild"),
     "_base.protocol": (

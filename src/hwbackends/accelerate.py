@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hwbackends._base.record import frozen
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import resolve_target
 
 if TYPE_CHECKING:
@@ -154,7 +155,7 @@ def plan_training(
     host: Host | None = None,
 ) -> TrainingPlan:
     """``training_kwargs`` with the reason for each setting."""
-    t = resolve_target(backend, device, env=env, host=host)
+    t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     caps = t.caps
     kw: dict[str, Any] = {}
     why: dict[str, str] = {}

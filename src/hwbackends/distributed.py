@@ -21,6 +21,7 @@ from hwbackends._integrations.launch import (
     detect_launch,
     expand_hostlist,
 )
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -84,11 +85,14 @@ def init_process_group(
 
     info = detect_launch(env)
     found = info.torch_env()
+    # The device is this rank's, as the launcher numbers it; a rank without a device raises
+    # here, before anything is exported or a group is joined.
+    t = resolve_target(
+        backend, env=None if env is None else {**found, **env}, host=host, rank_of=process_rank
+    )
     if env is None:
         for k, v in found.items():
             os.environ.setdefault(k, v)
-    # The device is this rank's: resolve with LOCAL_RANK as the launcher defined it.
-    t = resolve_target(backend, env=None if env is None else {**found, **env}, host=host)
     collective = kwargs.pop("collective", None) or t.caps.distributed_backend
     if "init_method" not in kwargs and "store" not in kwargs:
         kwargs.setdefault("rank", info.rank)

@@ -350,6 +350,7 @@ class Registry(Plugins):
         chosen: _Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
+        hidden: list[dict[str, Any]] = []  # backends whose every device visibility hides
         passed_over: list[str] = []  # ready backends that could not be used after all
         for backend, _probe_result, c in ready:
             t0 = time.perf_counter()
@@ -369,15 +370,23 @@ class Registry(Plugins):
                 old = statuses[c.name]
                 shown = _visible_vars(env, vis_report)
                 if shown:
+                    gone = _hidden(c.name, backend, env, host, vis_report, limit)
+                    hidden.append(gone)
                     why = (
                         f"{c.name} hardware is present, but the visibility variables "
-                        f"hide every device from this process ({shown})"
+                        f"hide every device from this process ({shown}): "
+                        + "; ".join(r.rstrip(".") for r in gone["reasons"])
                     )
-                else:
-                    why = (
-                        f"{c.name} hardware evidence was found ({old.reason}), but no "
-                        "device could be enumerated from the host's PCI devices"
+                    statuses[c.name] = _status(
+                        c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                     )
+                    warnings.append(f"{why}. Fix: {gone['fix']}")
+                    passed_over.append(c.name)
+                    continue
+                why = (
+                    f"{c.name} hardware evidence was found ({old.reason}), but no "
+                    "device could be enumerated from the host's PCI devices"
+                )
                 statuses[c.name] = _status(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
@@ -433,8 +442,13 @@ class Registry(Plugins):
             rep, declared = vis_report
             for k in declared:
                 env_read[k] = env.get(k)
-            vis = rep.to_dict()
-            warnings.extend(rep.warnings)
+            # cpu declares no variable: its "every device is visible" would contradict the
+            # hidden backend's reasons, which are the answer
+            vis = rep.to_dict() if declared or not hidden else None
+            warnings.extend(w for w in rep.warnings if not hidden or declared)
+        for gone in hidden:
+            for k in gone["variables"]:
+                env_read[k] = env.get(k)
         return SelectionReport(
             chosen=chosen.name,
             # a backend whose device string depends on the software stack (neuron/xla)
@@ -451,6 +465,7 @@ class Registry(Plugins):
             host=host,
             visibility=vis,
             debug=settings.debug,
+            hidden=tuple(hidden),
         )
 
 
@@ -473,6 +488,59 @@ def _visibility(
         timeout=limit,
     )
     return rep, variables
+
+
+def _hidden(
+    name: str,
+    backend: Backend,
+    env: Mapping[str, str],
+    host: Host,
+    vis_report: tuple[Any, tuple[str, ...]],
+    limit: float | None,
+) -> dict[str, Any]:
+    """Why visibility hides every device of a backend with hardware, entry by entry, and the
+    fix: the engine's steps from the first set variable on, its warnings, and how many
+    devices the same process would see with the variables unset."""
+    from hwbackends._visibility.explain import explain_visibility
+
+    rep, declared = vis_report
+    set_vars = {k: env[k] for k in declared if k in env}
+    steps = [str(x) for x in rep.steps]
+    start = next(
+        (i for i, x in enumerate(steps) if any(x.startswith(f"{k}=") for k in set_vars)),
+        len(steps),
+    )
+    reasons = [x for x in steps[start:] if not any(x.startswith(f"{k}=") for k in set_vars)]
+    reasons += [str(w) for w in rep.warnings if str(w) not in reasons]
+    bare = {k: v for k, v in env.items() if k not in set_vars}
+    try:
+        total = len(
+            guarded(
+                f"the {name} visibility rule",
+                lambda: explain_visibility(backend, bare, host),
+                passthrough=(VisibilityError,),
+                timeout=limit,
+            ).units
+        )
+    except (Broken, VisibilityError):
+        total = 0
+    names = " and ".join(set_vars)
+    pick = f"0 to {total - 1}" if total > 1 else "0"
+    example, what = ("0,1", "devices 0 and 1") if total > 1 else ("0", "device 0")
+    fix = (
+        f"unset {names} to see all {total} {name} device(s), or select physical indices "
+        f"{pick} (`hwbackends pin {example}` prints the setting for {what})"
+        if total
+        else f"unset {names}"
+    )
+    return {
+        "backend": name,
+        "variables": set_vars,
+        "reasons": reasons or steps,
+        "steps": steps,
+        "physical_devices": total,
+        "fix": fix,
+    }
 
 
 def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:

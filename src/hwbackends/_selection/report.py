@@ -82,6 +82,10 @@ class SelectionReport:
     host: Host
     visibility: Mapping[str, Any] | None = None
     debug: bool = False
+    #: Backends with hardware whose every device the visibility variables hide: for each,
+    #: ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
+    #: ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``.
+    hidden: tuple[Mapping[str, Any], ...] = ()
 
     def status(self, name: str) -> BackendStatus:
         for c in self.candidates:
@@ -107,6 +111,7 @@ class SelectionReport:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "discovery": self.discovery,
             "visibility": dict(self.visibility) if self.visibility is not None else None,
+            "hidden": [dict(h) for h in self.hidden],
             "host": {
                 "source": h.source,
                 "system": h.system,

@@ -27,11 +27,13 @@ def cmd_env(args: argparse.Namespace) -> int:
         for w in (*cut_short(report), *misspelled_variables(env), *unknown_archs(report))
         if w not in report.warnings
     ]
+    settings = settings_for(report, env)
+    if settings.get("problem"):  # a rank without a device: the one answer that matters
+        extra.insert(0, settings["problem"])
     if extra:
         from hwbackends._base.record import replace
 
         report = replace(report, warnings=(*report.warnings, *extra))
-    settings = settings_for(report, env)
     conf = _confirmation(args, report, env)
     if args.json:
         from hwbackends._selection.registry import get_from_report

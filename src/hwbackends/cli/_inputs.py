@@ -195,11 +195,20 @@ def _report_env(args: argparse.Namespace) -> tuple[SelectionReport, dict[str, st
 
 def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]:
     """The recommended from_pretrained / TrainingArguments settings, without importing torch."""
-    from hwbackends._selection.target import resolve_target
+    from hwbackends._integrations.rank import process_rank
+    from hwbackends._selection.target import RankError, resolve_target
     from hwbackends.accelerate import plan_training
     from hwbackends.transformers import plan_for_target
 
-    target = resolve_target(report.chosen, env=env, host=report.host)
+    try:
+        target = resolve_target(report.chosen, env=env, host=report.host, rank_of=process_rank)
+    except RankError as exc:  # no settings are right for this process: say why instead
+        return {
+            "from_pretrained": None,
+            "training_arguments": None,
+            "error": {"what": exc.what, "expected": exc.expected, "fix": exc.fix},
+            "problem": str(exc),
+        }
     pre = plan_for_target(target, torch_objects=False)
     train = plan_training(backend=report.chosen, env=env, host=report.host)
     return {"from_pretrained": pre.to_dict(), "training_arguments": train.to_dict()}

@@ -22,6 +22,11 @@ def _call(name: str, kwargs: dict[str, Any]) -> str:
 def render_settings(settings: dict[str, Any], st: _Style, view: _View) -> list[str]:
     pre, train = settings["from_pretrained"], settings["training_arguments"]
     lines = [st.bold("Recommended settings")]
+    if pre is None or train is None:  # no setting is right for this process: say why
+        what = settings["error"]["what"].partition(":")[0]
+        return lines + [
+            st.red(x) for x in view.wrap(f"none for this process: {what} (see Warnings)", "  ")
+        ]
     for call, plan in (("from_pretrained", pre), ("TrainingArguments", train)):
         lines += view.wrap(_call(call, plan["kwargs"]), "  ", "      ")
         for k, why in plan["reasons"].items():
@@ -281,6 +286,32 @@ def render_devices(report: SelectionReport, st: _Style, view: _View | None = Non
     return lines
 
 
+def hidden_warning(report: SelectionReport, warning: str) -> bool:
+    """Whether ``warning`` is the one-line form of a hidden backend that ``render_hidden``
+    already shows in full."""
+    return any(
+        warning.startswith(f"{h['backend']} hardware is present, but the visibility variables")
+        for h in report.hidden
+    )
+
+
+def render_hidden(report: SelectionReport, st: _Style, view: _View) -> list[str]:
+    """Each backend with hardware whose every device the visibility variables hide: the
+    variables, the engine's reason for each entry, and the fix."""
+    lines: list[str] = []
+    for h in report.hidden:
+        shown = ", ".join(f"{k}={v!r}" for k, v in h["variables"].items())
+        n = h.get("physical_devices") or 0
+        head = f"{h['backend']}: {shown} hides all {n} device(s)" if n else f"{h['backend']}: "
+        if not n:
+            head += f"{shown} hides every device"
+        lines += [st.yellow(x) for x in view.wrap(head, "", "  ")]
+        for r in h["reasons"]:
+            lines += view.wrap(view.brief(r), "  - ", "    ")
+        lines += view.wrap(f"Fix: {h['fix']}", "  ", "    ")
+    return lines
+
+
 def _runs(report: SelectionReport) -> list[list[str]]:
     """Devices in runs: consecutive logical indices on consecutive physical ones, alike in
     name, arch and memory, make one row (64 NeuronCores in order are one line)."""
@@ -400,6 +431,7 @@ def render_env(
     )
     lines.append("")
     lines += render_devices(report, st, view)
+    lines += render_hidden(report, st, view)
     lines.append("")
     lines += render_capabilities(report, st, view)
     if settings is not None:

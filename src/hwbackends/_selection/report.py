@@ -190,3 +190,62 @@ def _unserved_hardware(
             f"Fix: {cmd} ({which})"
         )
     return out
+
+
+def hidden_backend(
+    name: str,
+    backend: Any,
+    env: Mapping[str, str],
+    host: Host,
+    vis_report: tuple[Any, tuple[str, ...]],
+    limit: float | None,
+) -> dict[str, Any]:
+    """Why visibility hides every device of a backend with hardware, entry by entry, and the
+    fix: the engine's steps from the first set variable on, its warnings, and how many
+    devices the same process would see with the variables unset."""
+    from hwbackends._base.errors import VisibilityError
+    from hwbackends._discovery.loading import Broken, guarded
+    from hwbackends._visibility.explain import explain_visibility
+
+    rep, declared = vis_report
+    set_vars = {k: env[k] for k in declared if k in env}
+    steps = [str(x) for x in rep.steps]
+    start = next(
+        (i for i, x in enumerate(steps) if any(x.startswith(f"{k}=") for k in set_vars)),
+        len(steps),
+    )
+    reasons = [
+        x
+        for x in steps[start:]
+        if not any(x.startswith((f"{k}=", f"{k} is unset.")) for k in declared)
+    ]
+    reasons += [str(w) for w in rep.warnings if str(w) not in reasons]
+    bare = {k: v for k, v in env.items() if k not in set_vars}
+    try:
+        total = len(
+            guarded(
+                f"the {name} visibility rule",
+                lambda: explain_visibility(backend, bare, host),
+                passthrough=(VisibilityError,),
+                timeout=limit,
+            ).units
+        )
+    except (Broken, VisibilityError):
+        total = 0
+    names = " and ".join(set_vars)
+    pick = f"0 to {total - 1}" if total > 1 else "0"
+    example, what = ("0,1", "devices 0 and 1") if total > 1 else ("0", "device 0")
+    fix = (
+        f"unset {names} to see all {total} {name} device(s), or select physical indices "
+        f"{pick} (`hwbackends pin {example}` prints the setting for {what})"
+        if total
+        else f"unset {names}"
+    )
+    return {
+        "backend": name,
+        "variables": set_vars,
+        "reasons": reasons or steps,
+        "steps": steps,
+        "physical_devices": total,
+        "fix": fix,
+    }

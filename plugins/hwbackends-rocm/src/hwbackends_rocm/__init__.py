@@ -81,6 +81,9 @@ class RocmBackend(BaseBackend):
     torch_flavour: ClassVar[str | None] = "rocm"
     install_hint: ClassVar[str] = lazy("hwbackends_rocm._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
+    # Slurm schedules GPUs as the "gpu" GRES and sets the runtime's visibility variable per step
+    # (https://slurm.schedmd.com/gres.html, "GPU Management")
+    slurm_gres: ClassVar[str | None] = "gpu"
     visibility = RocmDevices()
 
     def read_devices(

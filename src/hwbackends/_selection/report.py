@@ -233,7 +233,7 @@ def hidden_backend(
     except (Broken, VisibilityError):
         total = 0
     names = " and ".join(set_vars)
-    pick = f"0 to {total - 1}" if total > 1 else "0"
+    pick = f"0 to {total - 1}" if total > 2 else " and ".join(map(str, range(total)))
     example, what = ("0,1", "devices 0 and 1") if total > 1 else ("0", "device 0")
     fix = (
         f"unset {names} to see all {total} {name} device(s), or select physical indices "

@@ -10,6 +10,7 @@ from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
 from hwbackends.cli._render import (
     _Style,
     _View,
+    fit,
     hidden_warning,
     render_confirmation,
     render_devices,
@@ -55,5 +56,5 @@ def cmd_devices(args: argparse.Namespace) -> int:
             lines += [st.yellow(x) for x in view.wrap(w, "! ", "  ")]
     if conf is not None:
         lines += render_confirmation(conf, st)
-    emit("\n".join(lines))
+    emit(fit("\n".join(lines), view.width))
     return 0 if conf is None or conf.ok else 1

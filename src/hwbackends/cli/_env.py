@@ -14,7 +14,7 @@ from hwbackends.cli._inputs import (
     unknown_archs,
 )
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _View, render_confirmation, render_env, versions_of
+from hwbackends.cli._render import _Style, _View, fit, render_confirmation, render_env, versions_of
 
 if TYPE_CHECKING:
     import argparse
@@ -58,7 +58,7 @@ def cmd_env(args: argparse.Namespace) -> int:
     else:
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))
-        emit(render_env(report, st, report.debug, settings, view))
+        emit(fit(render_env(report, st, report.debug, settings, view), view.width))
         if conf is not None:
             emit("\n" + "\n".join(render_confirmation(conf, st)))
     return 0 if conf is None or conf.ok else 1

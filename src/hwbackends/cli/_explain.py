@@ -11,6 +11,7 @@ from hwbackends.cli._render import (
     _MARK,
     _Style,
     _View,
+    fit,
     hidden_warning,
     render_confirmation,
     render_hidden,
@@ -68,5 +69,5 @@ def cmd_explain(args: argparse.Namespace) -> int:
         lines += [y for x in shown for y in view.wrap(x, "  ! ", "    ")]
     if conf is not None:
         lines += ["", *render_confirmation(conf, st)]
-    emit("\n".join(lines))
+    emit(fit("\n".join(lines), view.width))
     return 0 if conf is None or conf.ok else 1

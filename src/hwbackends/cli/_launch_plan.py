@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _inputs
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _table, _View
+from hwbackends.cli._render import _Style, _table, _View, fit
 
 if TYPE_CHECKING:
     import argparse
@@ -84,7 +84,7 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     if plan.problems:
         lines += ["", st.yellow(st.bold("Problems"))]
         lines += [st.yellow(x) for p in plan.problems for x in view.wrap(p, "  ! ", "    ")]
-    emit("\n".join(lines))
+    emit(fit("\n".join(lines), view.width))
     return 1 if plan.problems else 0
 
 

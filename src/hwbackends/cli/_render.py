@@ -91,8 +91,8 @@ class _View:
         import shutil
 
         self.verbose = verbose
-        # COLUMNS wins, then the terminal; a pipe or file gets 100 columns
-        self.width = max(40, width or shutil.get_terminal_size((100, 24)).columns)
+        # COLUMNS wins, then the terminal; a pipe or file gets 80 columns
+        self.width = max(20, width or shutil.get_terminal_size((80, 24)).columns)
 
     def wrap(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
         import textwrap
@@ -124,6 +124,31 @@ class _View:
         if cut > 0:
             text = text[:cut].rstrip(" :;,(")
         return text
+
+
+def fit(text: str, width: int | None = None) -> str:
+    """Every line of a text report within ``width`` columns (the terminal's, COLUMNS, else
+    80): a longer line breaks at spaces and continues indented under itself. A single word
+    longer than the width (a URL, a path) is kept whole: a broken one could not be copied."""
+    import textwrap
+
+    width = width or _View().width
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width or not line.strip():
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        rest = lead + "    " if len(lead) + 4 < width // 2 else lead
+        out += textwrap.wrap(
+            line.strip(),
+            width,
+            initial_indent=lead,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [line]
+    return "\n".join(out)
 
 
 def _table(rows: list[list[str]], indent: str = "  ", view: _View | None = None) -> list[str]:
@@ -420,7 +445,11 @@ def render_env(
     view: _View | None = None,
 ) -> str:
     view = view or _View()
-    lines = render_host(report, st, view)
+    lines = []
+    if report.warnings:  # first, so a long report's warnings are not missed at its end
+        n = len(report.warnings)
+        lines.append(st.yellow(f"! {n} warning{'s' if n > 1 else ''}: see Warnings at the end"))
+    lines += render_host(report, st, view)
     lines.append("")
     lines += render_backends(report, st, debug, view)
     lines += view.wrap(

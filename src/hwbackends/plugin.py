@@ -192,6 +192,9 @@ class BaseBackend:
     #: an sbatch plan request them with --gpus-per-node, another name with --gres=NAME:N;
     #: None leaves the request to the user (the plan says so).
     slurm_gres: ClassVar[str | None] = None
+    #: The operating systems (``platform.system()`` names) the runtime ships for; a host on
+    #: another one cannot use the backend whatever hardware it has. Empty: no restriction.
+    systems: ClassVar[tuple[str, ...]] = ()
     visibility: ClassVar[VisibilityRule | None] = None
     # Files or folders (relative to the root) whose change means the machine must be read
     # again: driver files that ``read_devices`` uses. The selection cache watches them.

@@ -53,7 +53,7 @@ from hwbackends._selection.report import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any, Literal, TypeVar
 
     from hwbackends._base.protocol import Backend
@@ -126,6 +126,19 @@ def _probe(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> P
     p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
     if p.backend != meta.name:
         raise Broken(f"{what} returned a Probe for {p.backend!r}")
+    systems = getattr(backend, "systems", None)  # the operating systems its runtime ships for
+    if p.available and isinstance(systems, tuple) and systems and host.system not in systems:
+        from hwbackends._base.record import replace
+
+        return replace(
+            p,
+            software_ready=False,
+            reason=f"{meta.name} hardware found"
+            + (f" ({p.evidence[0]})" if p.evidence else "")
+            + f", but its runtime has no build for {host.system} (it runs on "
+            f"{', '.join(systems)})",
+            hint=None,
+        )
     return p
 
 
@@ -226,11 +239,17 @@ class Registry(Plugins):
     def get(self, name: str) -> Backend:
         key = name.strip().lower()
         specs = [s for s in self.specs if s.name == key]
+        if not key:
+            raise BackendNotFoundError(
+                f"backend name {name!r} is empty",
+                f"one of {', '.join(self.names())}",
+                "pass a backend's name, or use hwbackends.current() for the selected one",
+            )
         if not specs:
             raise BackendNotFoundError(
                 f"no backend named {name!r} is installed{close_matches(key, self.names())}",
                 f"one of {', '.join(self.names())}",
-                f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
+                _not_installed_fix(key, self.names(), "pick an installed name"),
             )
         conflict = _conflict(specs)
         if conflict and not specs[0].value.startswith("hwbackends._"):
@@ -261,7 +280,7 @@ class Registry(Plugins):
                 f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
                 f"{close_matches(settings.forced, by_name)}",
                 f"one of {', '.join(sorted(by_name))}",
-                f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
+                _not_installed_fix(settings.forced, by_name, "unset HWBACKENDS_BACKEND"),
             )
         _check_listed_names(settings, by_name)
         warnings.extend(unknown_settings(env))
@@ -491,6 +510,24 @@ def _visibility(
     return rep, variables
 
 
+def _not_installed_fix(key: str, names: Iterable[str], otherwise: str) -> str:
+    """The fix for a backend name nothing installed provides: the installed name it is a slip
+    for (``cdua``), else the known plugin that provides it, else the installed names. Never
+    "install hwbackends-<typo>": no such distribution exists, and a name someone registers
+    later could be anything."""
+    import difflib
+
+    from hwbackends._discovery.catalog import KNOWN_PLUGINS
+
+    near = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
+    if near:
+        return f"use {near[0]!r} (an installed backend), or {otherwise}"
+    known = next((k for k in KNOWN_PLUGINS if k.backend == key), None)
+    if known is not None:
+        return f"pip install {known.distribution}, or {otherwise}"
+    return f"{otherwise}; `hwbackends plugins` lists the installed backends"
+
+
 def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
     keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
     return ", ".join(f"{k}={env[k]!r}" for k in keys)
@@ -555,6 +592,17 @@ def resolve_inputs(
     env: Mapping[str, str] | None, host: Host | None
 ) -> tuple[Mapping[str, str], Host, Settings]:
     """The environment, host and settings a call works with (see ``current``)."""
+    if host is not None and not isinstance(host, Host):
+        from hwbackends._base.errors import HostFileError
+
+        shown = repr(host) if isinstance(host, (str, os.PathLike)) else type(host).__name__
+        raise HostFileError(
+            f"host={shown} is not a Host",
+            "a hwbackends.Host (or None for this machine)",
+            f"pass host=Host.from_file({shown})"
+            if isinstance(host, (str, os.PathLike))
+            else "build one with Host.from_file(path) or Host.from_dict(data)",
+        )
     settings = Settings.from_env(os.environ if env is None else env)
     if host is None:
         host = (

@@ -155,13 +155,17 @@ def _unserved_hardware(
             continue
         seen.add(d.vendor)
         n = sum(1 for x in host.devices if x.vendor == d.vendor)
-        where = ", ".join(x.pci_bus_id or "?" for x in host.devices if x.vendor == d.vendor)
+        buses = [x.pci_bus_id for x in host.devices if x.vendor == d.vendor and x.pci_bus_id]
+        # what is known, and nothing for what is not (no "?" a reader must decode)
+        where = ", ".join(buses) or "no PCI address given"
         k = known_for(d.vendor)
         if k is None:
-            pid = f"{d.extra.get('pci_vendor_id', d.vendor)}:{d.pci_device_id or '?'}"
+            pid = str(d.extra.get("pci_vendor_id", d.vendor))
+            pid += f":{d.pci_device_id}" if d.pci_device_id else ""
             out.append(
-                f"{n} accelerator(s) that no installed backend claims (PCI {pid} at {where}). "
-                "Fix: install the vendor's hwbackends plugin; `hwbackends plugins` lists the "
+                f"{n} accelerator(s) that no installed backend claims (PCI {pid}"
+                + (f" at {where}). " if buses else "). ")
+                + "Fix: install the vendor's hwbackends plugin; `hwbackends plugins` lists the "
                 "installed ones"
             )
             continue

@@ -37,6 +37,15 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     overrides = parse_env_overrides(args.env or [])
     # --host '' is a mistake to report, not a request for the real machine
     host_file = args.host if args.host is not None else os.environ.get("HWBACKENDS_HOST") or None
+    from_env = os.environ.get("HWBACKENDS_HOST") or None
+    if args.host is not None and from_env is not None and from_env != args.host:
+        import sys
+
+        print(
+            f"hwbackends: note: --host {args.host} is used; HWBACKENDS_HOST={from_env} is "
+            "ignored (the option wins over the variable)",
+            file=sys.stderr,
+        )
     root = getattr(args, "root", None)
     if root is not None and host_file:
         raise UsageError(
@@ -66,7 +75,13 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
         base.update({k: v for k, v in os.environ.items() if k.startswith("HWBACKENDS_")})
         base.pop("HWBACKENDS_HOST", None)
     base.update(overrides)
-    if args.backend:
+    if root is not None and os.path.realpath(root) != os.path.realpath("/"):
+        from hwbackends._base.record import replace
+        from hwbackends.cli._render import ROOT_SOURCE
+
+        # another tree, not this machine: reports say so, and --confirm cannot check it
+        host = replace(host, source=ROOT_SOURCE + root)
+    if args.backend is not None:
         _check_backend_option(args.backend)
         base["HWBACKENDS_BACKEND"] = args.backend
     return base, host
@@ -79,6 +94,12 @@ def _check_backend_option(name: str) -> None:
     from hwbackends._selection.registry import installed_names
 
     names = installed_names()
+    if not name.strip():
+        raise UsageError(
+            f"--backend {name!r} is empty",
+            f"one of {', '.join(names)}",
+            "name a backend, or leave --backend out to use the selected one",
+        )
     if name.strip().lower() in names:
         return
     near = difflib.get_close_matches(name.strip().lower(), names, n=3, cutoff=0.5)

@@ -193,17 +193,43 @@ def versions_of(host: Host) -> dict[str, Any]:
     }
 
 
+#: The source of a machine read under ``--root DIR``: that tree, not the machine running this.
+ROOT_SOURCE = "root "
+
+
+def build_name(h: Host) -> str:
+    """The torch build in words: its runtime (``cuda``, ``rocm``, ``xpu``), else the label of
+    a vendor's own build (``2.6.0+hpu.synapse.v1.21.0`` is Intel Gaudi's ``hpu`` build), else
+    ``cpu``."""
+    import re
+
+    if h.torch is None:
+        return "no"
+    flavour = h.torch.flavour
+    local = h.torch.version.partition("+")[2]
+    m = re.match(r"[a-z]+", local)
+    if flavour == "cpu" and m and m.group(0) != "cpu":
+        return m.group(0)
+    return flavour
+
+
 def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     h = report.host
     v = versions_of(h)
-    src = "this machine" if h.source == "system" else f"simulated from {h.source}"
-    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({h.cpu.count} cores)"]
+    if h.source.startswith(ROOT_SOURCE):
+        src = f"read from the tree at {h.source.removeprefix(ROOT_SOURCE)} (--root)"
+    elif h.source != "system":
+        src = f"simulated from {h.source}"
+    else:
+        src = "this machine"
+    cores = f"{h.cpu.count} core{'' if h.cpu.count == 1 else 's'}"
+    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({cores})"]
     if v["memory_bytes"]:
         machine.append(f"{_memory(v['memory_bytes'])} RAM")
     machine.append(src)
     lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
     soft = [f"Python {v['python'] or 'unknown'}"]
-    soft.append(f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "no torch")
+    soft.append(f"torch {h.torch.version} ({build_name(h)} build)" if h.torch else "no torch")
     soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items()) if ver]
     present = [f"{k} {ver}" for k, ver in v["packages"].items() if ver]
     # DeepSpeed is optional everywhere: named only when present, as the peers do
@@ -218,9 +244,19 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
         # Identical devices on one line each kind; the per-device table is in --verbose and
         # the devices this process sees are listed below.
         groups: dict[tuple[str, str, str, str], int] = {}
+        # the chosen backend's names for its devices, so this line and the device rows
+        # below agree (a host file may name a device only by its PCI id)
+        used = {x.pci_bus_id: x for x in report.devices if x.pci_bus_id}
+        served = {d.vendor for d in h.devices if d.pci_bus_id in used}
         for d in h.devices:
-            name = d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed")
-            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes))
+            mine = used.get(d.pci_bus_id or "")
+            name = (mine.name if mine else None) or d.name
+            arch = (mine.arch if mine else None) or d.arch or ""
+            if not name:
+                name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
+                if d.vendor in served:  # a function beside the accelerators (a bridge...)
+                    arch = f"not used by the {report.chosen} backend"
+            key = (name, d.vendor, arch, _gib(d.memory_bytes))
             groups[key] = groups.get(key, 0) + 1
         label = st.bold("Hardware") + "  "
         for (name, vendor, arch, mem), n in groups.items():

@@ -84,6 +84,8 @@ class RocmBackend(BaseBackend):
     # Slurm schedules GPUs as the "gpu" GRES and sets the runtime's visibility variable per step
     # (https://slurm.schedmd.com/gres.html, "GPU Management")
     slurm_gres: ClassVar[str | None] = "gpu"
+    # torch wheels with this runtime exist for Linux and Windows only (pytorch.org, "Start Locally")
+    systems: ClassVar[tuple[str, ...]] = ("Linux", "Windows")
     visibility = RocmDevices()
 
     def read_devices(

@@ -149,6 +149,8 @@ def test_local_rank_minus_one_is_a_single_process(host: Host) -> None:
     plan = plan_pretrained(env={**VISIBLE, "LOCAL_RANK": "-1"}, host=host)
     assert plan.kwargs["device_map"] == "auto"
     assert "LOCAL_RANK" not in plan.reasons["device_map"]
+    # and no ddp_backend: Accelerate forms no process group for it
+    assert "ddp_backend" not in training_kwargs(env={**VISIBLE, "LOCAL_RANK": "-1"}, host=host)
 
 
 def test_local_rank_is_read_as_int_reads_it(host: Host) -> None:

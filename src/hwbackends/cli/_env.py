@@ -9,6 +9,7 @@ from hwbackends.cli._inputs import (
     _confirmation,
     _report_env,
     cut_short,
+    install_line,
     misspelled_variables,
     settings_for,
     unknown_archs,
@@ -52,13 +53,19 @@ def cmd_env(args: argparse.Namespace) -> int:
         )
         d["capabilities"] = caps.to_dict()
         d["settings"] = settings
+        d["install"] = install_line(report)
         d["versions"] = versions_of(report.host)
         d["confirmation"] = conf.to_dict() if conf is not None else None
         emit(_json(d))
     else:
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))
-        emit(fit(render_env(report, st, report.debug, settings, view), view.width))
+        emit(
+            fit(
+                render_env(report, st, report.debug, settings, view, install_line(report)),
+                view.width,
+            )
+        )
         if conf is not None:
             emit("\n" + "\n".join(render_confirmation(conf, st)))
     return 0 if conf is None or conf.ok else 1

@@ -235,6 +235,60 @@ def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]
     return {"from_pretrained": pre.to_dict(), "training_arguments": train.to_dict()}
 
 
+def install_line(report: SelectionReport) -> dict[str, Any]:
+    """The one command that adds Transformers, Accelerate and kernels with the torch build for
+    this machine: the core's ``[transformers]`` extra, the plugin of the hardware found, and
+    the torch wheel index of that hardware (``--extra-index-url``, so PyPI still serves the
+    rest and pip takes the index's build, the higher local version).
+
+    The hardware is the chosen backend's, else that of a backend whose hardware is present
+    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU."""
+    import shlex
+
+    from hwbackends._base.versions import TORCH_INDEXES
+    from hwbackends._discovery.catalog import core_checkout, install_command
+    from hwbackends._selection.registry import get
+
+    target = next(
+        (c for c in report.candidates if c.name == report.chosen and c.name != "cpu"),
+        next(
+            (
+                c
+                for c in report.candidates
+                if c.probe is not None and c.probe.hardware_present and c.name != "cpu"
+                and c.state in ("unavailable", "available")
+            ),
+            None,
+        ),
+    )  # fmt: skip
+    checkout = core_checkout()
+    core = f"{checkout}[transformers]" if checkout else "hwbackends[transformers]"
+    words = ["pip", "install", shlex.quote(core)]
+    flavour: str | None = "cpu"
+    name = "cpu"
+    hint = ""
+    if target is not None:
+        name = target.name
+        words += install_command(target.origin, checkout)[0].split()[2:]
+        try:
+            b = get(target.name)
+            flavour = getattr(b, "torch_flavour", None)
+            hint = str(getattr(b, "install_hint", "") or "")
+        except Exception:  # a broken plugin: its own line in the report says so
+            flavour = None
+    index = TORCH_INDEXES.get(flavour or "")
+    if index:
+        words += ["--extra-index-url", index]
+    return {
+        "backend": name,
+        "command": " ".join(words),
+        "torch_index": index,
+        # a vendor stack without a PyTorch wheel index (Neuron, Gaudi, Ascend...): its own
+        # install step, from the plugin
+        "then": None if index else (hint or None),
+    }
+
+
 def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[str, str]) -> Any:
     """The opt-in runtime check, or None when --confirm was not given."""
     if not getattr(args, "confirm", False):

@@ -479,6 +479,7 @@ def render_env(
     debug: bool,
     settings: dict[str, Any] | None = None,
     view: _View | None = None,
+    install: dict[str, Any] | None = None,
 ) -> str:
     view = view or _View()
     lines = []
@@ -486,6 +487,11 @@ def render_env(
         n = len(report.warnings)
         lines.append(st.yellow(f"! {n} warning{'s' if n > 1 else ''}: see Warnings at the end"))
     lines += render_host(report, st, view)
+    if install is not None:
+        # a command is never shortened: it must paste and run
+        lines += view.wrap(install["command"], st.bold("Install") + "   ", " " * 10)
+        if install.get("then"):
+            lines += view.wrap(f"then: {install['then']}", " " * 10, " " * 12)
     lines.append("")
     lines += render_backends(report, st, debug, view)
     lines += view.wrap(

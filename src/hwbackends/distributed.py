@@ -283,11 +283,14 @@ def _sbatch_scripts(
         head.append(f"#SBATCH --gres={gres}:{used_devices}")
     if used_devices:
         shown = " / ".join(variables) or "the runtime's visibility variable"
-        pin.append(
-            f"# Slurm gives the job its {name} devices from its GRES allocation"
+        import textwrap
+
+        note = (
+            f"Slurm gives the job its {name} devices from its GRES allocation"
             + ("" if gres else f" (request {used_devices} per node as this cluster names them)")
             + f" and sets {shown} per step itself; this script must not set them."
         )
+        pin += textwrap.wrap(note, 78, initial_indent="# ", subsequent_indent="# ")
     pin.append("set -euo pipefail")
     cmd = " ".join(shlex.quote(a) for a in script)
     python = "" if script[:1] and not script[0].endswith(".py") and script[0] != "-m" else "python "

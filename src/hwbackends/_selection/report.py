@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from hwbackends._base.protocol import Device, Probe
     from hwbackends._machine.host import Host
+    from hwbackends._machine.values import HostDevice
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
 
@@ -150,12 +151,31 @@ def _unserved_hardware(
     out: list[str] = []
     checkout: list[str | None] = []
     seen: set[str] = set()
+    named: dict[str, list[HostDevice]] = {}
     for d in host.devices:
-        if d.vendor in claimed or d.vendor in seen:
+        kind = d.extra.get("known_function")
+        if d.vendor not in claimed and kind == "no-plugin" and d.name:
+            named.setdefault(d.name, []).append(d)
+    for what, devs in named.items():
+        d = devs[0]
+        ids = ":".join(
+            str(x).removeprefix("0x") for x in (d.extra.get("pci_vendor_id"), d.pci_device_id) if x
+        )
+        at = ", ".join(x.pci_bus_id for x in devs if x.pci_bus_id)
+        place = " ".join(p for p in (f"PCI {ids}" if ids else "", f"at {at}" if at else "") if p)
+        out.append(
+            f"{len(devs)} {what}" + (f" ({place})" if place else "") + ": no hwbackends plugin "
+            "exists for this hardware, so no backend can use it"
+        )
+    for d in host.devices:
+        if d.vendor in claimed or d.vendor in seen or d.extra.get("known_function"):
             continue
         seen.add(d.vendor)
-        n = sum(1 for x in host.devices if x.vendor == d.vendor)
-        buses = [x.pci_bus_id for x in host.devices if x.vendor == d.vendor and x.pci_bus_id]
+        same = [
+            x for x in host.devices if x.vendor == d.vendor and not x.extra.get("known_function")
+        ]
+        n = len(same)
+        buses = [x.pci_bus_id for x in same if x.pci_bus_id]
         # what is known, and nothing for what is not (no "?" a reader must decode)
         where = ", ".join(buses) or "no PCI address given"
         k = known_for(d.vendor)

@@ -32,6 +32,7 @@ from hwbackends._base.settings import (
     unknown_settings,
 )
 from hwbackends._discovery import loading
+from hwbackends._discovery.catalog import not_installed_fix
 from hwbackends._discovery.loading import (
     Broken,
     Meta,
@@ -53,7 +54,7 @@ from hwbackends._selection.report import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, Literal, TypeVar
 
     from hwbackends._base.protocol import Backend
@@ -249,7 +250,7 @@ class Registry(Plugins):
             raise BackendNotFoundError(
                 f"no backend named {name!r} is installed{close_matches(key, self.names())}",
                 f"one of {', '.join(self.names())}",
-                _not_installed_fix(key, self.names(), "pick an installed name"),
+                not_installed_fix(key, self.names(), "pick an installed name"),
             )
         conflict = _conflict(specs)
         if conflict and not specs[0].value.startswith("hwbackends._"):
@@ -280,7 +281,7 @@ class Registry(Plugins):
                 f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
                 f"{close_matches(settings.forced, by_name)}",
                 f"one of {', '.join(sorted(by_name))}",
-                _not_installed_fix(settings.forced, by_name, "unset HWBACKENDS_BACKEND"),
+                not_installed_fix(settings.forced, by_name, "unset HWBACKENDS_BACKEND"),
             )
         _check_listed_names(settings, by_name)
         warnings.extend(unknown_settings(env))
@@ -508,24 +509,6 @@ def _visibility(
         timeout=limit,
     )
     return rep, variables
-
-
-def _not_installed_fix(key: str, names: Iterable[str], otherwise: str) -> str:
-    """The fix for a backend name nothing installed provides: the installed name it is a slip
-    for (``cdua``), else the known plugin that provides it, else the installed names. Never
-    "install hwbackends-<typo>": no such distribution exists, and a name someone registers
-    later could be anything."""
-    import difflib
-
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
-
-    near = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
-    if near:
-        return f"use {near[0]!r} (an installed backend), or {otherwise}"
-    known = next((k for k in KNOWN_PLUGINS if k.backend == key), None)
-    if known is not None:
-        return f"pip install {known.distribution}, or {otherwise}"
-    return f"{otherwise}; `hwbackends plugins` lists the installed backends"
 
 
 def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:

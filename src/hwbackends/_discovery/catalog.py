@@ -13,8 +13,7 @@ import os
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterable
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable
 
 __all__ = [
     "KNOWN_FUNCTIONS",
@@ -25,6 +24,7 @@ __all__ = [
     "install_command",
     "known_for",
     "known_function",
+    "not_installed_fix",
 ]
 
 

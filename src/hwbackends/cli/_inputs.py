@@ -262,7 +262,9 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
         ),
     )  # fmt: skip
     checkout = core_checkout()
-    core = f"{checkout}[transformers]" if checkout else "hwbackends[transformers]"
+    if checkout is not None and os.path.realpath(checkout) == os.path.realpath(os.getcwd()):
+        checkout = "."  # run from the checkout: the short form the README gives
+    core = f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]"
     words = ["pip", "install", shlex.quote(core)]
     flavour: str | None = "cpu"
     name = "cpu"

@@ -432,9 +432,7 @@ def api_page() -> str:
                 kind, shown = "constant", f"`{name} = {obj!r}`"
             doc = _first_line(obj) if kind not in ("constant", "table") else ""
             if kind == "table":
-                doc = (
-                    f"{len(obj)} entries: see [{name}](#{modname.replace('.', '')}-{name.lower()})"
-                )
+                doc = f"{len(obj)} entries: see [{name}](#{name.lower()}) below"
             rows.append([shown, kind, cell(doc)])
         lines += table(["Name", "Kind", "Description"], rows)
         lines.append("")

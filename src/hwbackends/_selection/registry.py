@@ -653,11 +653,13 @@ def get(name: str) -> Backend:
 def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
-    patterns plus their ``watch_paths`` (relative to the root)."""
+    patterns plus their ``watch_paths`` (relative to the root), and the class folders the
+    machine reader reads as evidence of devices."""
+    from hwbackends._machine.evidence import WATCH
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
-    paths: set[str] = set()
+    paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
     for b in installed_backends():
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
             names.update(v for v in rule_of(b).variables if isinstance(v, str))

@@ -243,7 +243,7 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     if not view.verbose:
         # Identical devices on one line each kind; the per-device table is in --verbose and
         # the devices this process sees are listed below.
-        groups: dict[tuple[str, str, str, str], int] = {}
+        groups: dict[tuple[str, str, str, str, str], int] = {}
         # the chosen backend's names for its devices, so this line and the device rows
         # below agree (a host file may name a device only by its PCI id)
         used = {x.pci_bus_id: x for x in report.devices if x.pci_bus_id}
@@ -256,12 +256,13 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
                 name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
                 if d.vendor in served:  # a function beside the accelerators (a bridge...)
                     arch = f"not used by the {report.chosen} backend"
-            key = (name, d.vendor, arch, _gib(d.memory_bytes))
+            key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
             groups[key] = groups.get(key, 0) + 1
         label = st.bold("Hardware") + "  "
-        for (name, vendor, arch, mem), n in groups.items():
+        for (name, vendor, arch, mem, found), n in groups.items():
             detail = ", ".join(x for x in (vendor, arch, mem) if x)
-            lines += view.wrap(f"{n} × {name} ({detail})", label, " " * 10)
+            found = f"; found by {found}" if found else ""
+            lines += view.wrap(f"{n} × {name} ({detail}{found})", label, " " * 10)
             label = " " * 10
         return lines
     rows = [
@@ -272,6 +273,7 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
             d.arch or "",
             d.pci_bus_id or "",
             _gib(d.memory_bytes),
+            _found_by(d, driver=True),
         ]
         for i, d in enumerate(h.devices)
     ]
@@ -280,6 +282,17 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     lines.append(st.bold("Devices of accelerator vendors"))
     lines += _table(rows, view=view)
     return lines
+
+
+def _found_by(d: Any, driver: bool = False) -> str:
+    """The evidence sources that found a device (``pci + nvidia-proc``), and with ``driver``
+    the driver bound to it: empty for a host file's devices, which name none."""
+    ev = d.extra.get("evidence")
+    found = " + ".join(e for e in ev if isinstance(e, str)) if isinstance(ev, list) else ""
+    bound = d.extra.get("driver")
+    if driver and isinstance(bound, str):
+        found = f"{found}, driver {bound}" if found else f"driver {bound}"
+    return found
 
 
 def render_backends(

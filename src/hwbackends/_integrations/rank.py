@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from hwbackends._integrations.launch import detect_launch
+from hwbackends._integrations.launch import LaunchError, detect_launch
 from hwbackends._selection.target import LocalRank, RankError
 
 __all__ = ["process_rank", "slurm_binds_devices"]
@@ -45,7 +45,12 @@ def process_rank(env: Mapping[str, str]) -> LocalRank | None:
                 "unset LOCAL_RANK, or start the script with torchrun or accelerate launch",
             )
         return LocalRank(value, f"LOCAL_RANK={raw.strip()}", "torchrun")
-    info = detect_launch(env)
+    try:
+        info = detect_launch(env)
+    except LaunchError:
+        # variables that describe no launch (WORLD_SIZE without RANK...): no rank to place by;
+        # init_process_group, which needs one, reports them
+        return None
     if info.launcher == "none" or info.world_size <= 1:
         return None
     src = info.sources.get("local_rank", "")

@@ -107,9 +107,10 @@ def resolve_target(
             )
         dev = devices[device]
     elif device is None:
-        found = rank_of(e) if rank_of is not None else None
-        if found is not None and devices and name != "cpu":
-            rank = found  # on cpu every rank shares the one device, as torch does
+        # on cpu every rank shares the one device, as torch does: no rank is read
+        found = rank_of(e) if rank_of is not None and devices and name != "cpu" else None
+        if found is not None:
+            rank = found
             dev = devices[0] if found.bound else _rank_device(found, devices, name, b, e)
         else:
             dev = devices[0] if devices else None

@@ -15,7 +15,15 @@ from hwbackends.cli._inputs import (
     unknown_archs,
 )
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _View, fit, render_confirmation, render_env, versions_of
+from hwbackends.cli._render import (
+    ROOT_SOURCE,
+    _Style,
+    _View,
+    fit,
+    render_confirmation,
+    render_env,
+    versions_of,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -79,7 +87,10 @@ def cmd_env(args: argparse.Namespace) -> int:
 def evidence_read(report: Any) -> dict[str, list[str]] | None:
     """Backend name -> the sources of evidence the machine reader consulted for it (a real
     machine only; a host file names none)."""
-    if report.host is None or report.host.source != "system":
+    # a real machine: this one, or a tree read under --root
+    if report.host is None or not (
+        report.host.source == "system" or report.host.source.startswith(ROOT_SOURCE)
+    ):
         return None
     from hwbackends._discovery.loading import installed_backends
     from hwbackends._machine.evidence import sources_of

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         BackendUnavailableError,
         HostFileError,
         HwBackendsError,
+        HwBackendsWarning,
         PluginError,
         QuantizationError,
         RankError,
@@ -51,6 +52,7 @@ __all__ = [
     "HostDevice",
     "HostFileError",
     "HwBackendsError",
+    "HwBackendsWarning",
     "Limitation",
     "PluginError",
     "Probe",
@@ -73,7 +75,7 @@ __all__ = [
 _WHERE = {
     "_base.errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "PluginError", "QuantizationError", "RankError", "SettingsError",
+        "HwBackendsWarning", "PluginError", "QuantizationError", "RankError", "SettingsError",
         "UnsupportedSettingError", "VisibilityError",
     ),
     "_machine.host": ("Host", "HostDevice", "TorchBuild"),

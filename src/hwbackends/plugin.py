@@ -174,7 +174,9 @@ class BaseBackend:
     * ``packages`` and ``torch_flavour``: the software that must be installed;
     * ``visibility``: the runtime's rule (:mod:`hwbackends.visibility`), e.g.
       ``IndexList("ACME_VISIBLE_DEVICES")``;
-    * ``distributed_backend``, ``install_hint``, ``priority``.
+    * ``distributed_backend``, ``install_hint``, ``priority``;
+    * ``replaces``: the name of a backend this one is meant to replace (``"cuda"``): when
+      both are installed, the replaced one is disabled instead of the two clashing.
 
     The default ``probe`` answers the two questions from these: hardware when some host
     device is this backend's (:meth:`host_devices`) or a ``/dev`` name matches; software when
@@ -220,6 +222,9 @@ class BaseBackend:
     # Files or folders (relative to the root) whose change means the machine must be read
     # again: driver files that ``read_devices`` uses. The selection cache watches them.
     watch_paths: ClassVar[tuple[str, ...]] = ()
+    # The backend this one replaces when both are installed (a vendor's build of "cuda"):
+    # the replaced one is reported "disabled (replaced)" instead of a name clash.
+    replaces: ClassVar[str | None] = None
 
     # -- reading the real machine ------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
-from hwbackends._base.guard import ResultError
+from hwbackends._base.guard import ResultError, plain
 from hwbackends._base.record import field, frozen
 from hwbackends._version import API_VERSION
 
@@ -183,6 +183,9 @@ class Capabilities:
     sources: Mapping[str, str] = field(default_factory=dict)
     # dtype for loading weights for inference; None: follow training_precision
     inference_dtype: str | None = None
+    # attn_implementation names that cannot work on this device, each with the plugin's
+    # reason and source: any name Transformers registers (flex_attention, ...) may be refused
+    refused_attention: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def load_dtype(self) -> str:
@@ -219,6 +222,7 @@ class Capabilities:
             "limitations": [lim.to_dict() for lim in self.limitations],
             "load_dtype": self.load_dtype,
             "sources": dict(self.sources),
+            "refused_attention": dict(self.refused_attention),
         }
 
 
@@ -323,6 +327,7 @@ _SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
         "limitations": (_tuple_of(Limitation), "tuple of Limitation"),
         "sources": (_str_map, "mapping of str to str"),
         "inference_dtype": (_opt_str, "str or None"),
+        "refused_attention": (_str_map, "mapping of str to str"),
     },
 }
 
@@ -347,10 +352,10 @@ def checked(value: object, cls: type[_T], what: str) -> _T:
         element = _ELEMENTS.get(name) if cls is Capabilities else None
         if element is not None:
             v = tuple(checked(x, element, what) for x in v)
-        elif isinstance(v, Mapping):
-            v = dict(v)
-        elif isinstance(v, tuple):
-            v = tuple(v)
+        else:
+            # an exact builtin copy: a str subclass's __format__/__str__ is plugin code and
+            # must not leave the guard with the value
+            v = plain(dict(v) if isinstance(v, Mapping) else v)
         fields[name] = v
     if bad:
         raise ResultError(

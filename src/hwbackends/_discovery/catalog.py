@@ -4,16 +4,30 @@ Used only to say which plugin to install when hardware is found that no installe
 claims (fsspec's ``known_implementations`` plays the same part for filesystems), and which
 such hardware needs no plugin or has none (``KNOWN_FUNCTIONS``). Selection, host reading and
 visibility never depend on it: an installed backend's own declarations are what count, and a
-vendor's plugin missing from this list works exactly as well.
+vendor's plugin missing from this list works exactly as well. Hardware of a vendor not listed
+here is still named, from the machine's PCI ID database (``_machine.pciids``).
+
+How a vendor gets listed: a pull request that adds one ``KnownPlugin`` line below (backend
+name, host-device key, display name, PCI vendor ids; classes, ``/dev`` patterns and device ids
+where the vendor id also covers other functions). ``tests/test_catalog.py`` checks that every
+line names a distribution and entry point that exist and the PCI vendor ids its plugin
+declares.
 """
 
 from __future__ import annotations
 
 import os
 
+from hwbackends._base.errors import BackendNotFoundError
+from hwbackends._base.files import normalize_dist_name
+from hwbackends._base.settings import close_matches
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping, Sequence
+
+    from hwbackends._base.settings import Settings
+    from hwbackends._discovery.scan import EntryPointSpec
 
 __all__ = [
     "KNOWN_FUNCTIONS",
@@ -21,6 +35,7 @@ __all__ = [
     "KNOWN_PLUGINS",
     "KnownFunction",
     "KnownPlugin",
+    "check_listed_names",
     "install_command",
     "known_for",
     "known_function",
@@ -294,3 +309,42 @@ def not_installed_fix(key: str, names: Iterable[str], otherwise: str) -> str:
     if known is not None:
         return f"pip install {known.distribution}, or {otherwise}"
     return f"{otherwise}; `hwbackends plugins` lists the installed backends"
+
+
+def check_listed_names(
+    settings: Settings, installed: Mapping[str, Sequence[EntryPointSpec]]
+) -> list[str]:
+    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name plugins this machine lacks: a
+    cluster-wide setting names plugins some nodes do not have, and must not fail their jobs.
+    A name that is neither installed nor a known plugin is ignored with a warning (a typo,
+    with the close matches); only an allow-list of which nothing is installed is refused,
+    because then the setting cannot mean anything here."""
+    names = set(installed)
+    dists = {s.dist for specs in installed.values() for s in specs}
+    known = {k.backend for k in KNOWN_PLUGINS} | {k.distribution for k in KNOWN_PLUGINS}
+    out: list[str] = []
+    for var, names_listed in (
+        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
+        ("HWBACKENDS_DISABLE", settings.deny),
+    ):
+        for name in sorted(names_listed):
+            if name in names or name in dists or name in known:
+                continue
+            if normalize_dist_name(name) in dists or normalize_dist_name(name) in known:
+                continue
+            out.append(
+                f"{var} names {name[:60]!r}, which is no installed or known backend"
+                f"{close_matches(name, names | known)}; ignored"
+            )
+    allow = settings.allow
+    if allow and not any(
+        n in names or n in dists or normalize_dist_name(n) in dists for n in allow
+    ):
+        raise BackendNotFoundError(
+            f"HWBACKENDS_PLUGINS names {', '.join(map(repr, sorted(allow)))[:200]}, "
+            f"none of which is installed here{close_matches(sorted(allow)[0], names)}",
+            f"at least one installed backend name from {', '.join(sorted(names))}",
+            "correct HWBACKENDS_PLUGINS, install the plugin it names, or unset it "
+            "(`hwbackends plugins` lists the installed ones)",
+        )
+    return out

@@ -18,38 +18,58 @@ from hwbackends._base.errors import (
     BackendNotFoundError,
     BackendUnavailableError,
     PluginError,
-    VisibilityError,
 )
-from hwbackends._base.guard import ResultError, call_many
+from hwbackends._base.guard import (
+    ResultError,
+    call_many,
+    late_writes,
+    plain,
+    refuse_nested,
+)
 from hwbackends._base.protocol import Device, Probe, checked
-from hwbackends._base.record import mutable
 from hwbackends._base.settings import (
     SETTINGS_VARS,
     Settings,
     allowed,
     close_matches,
-    listed,
+    disabled_reason,
     unknown_settings,
+    warn_once,
 )
 from hwbackends._discovery import loading
-from hwbackends._discovery.catalog import not_installed_fix
+from hwbackends._discovery.catalog import check_listed_names, not_installed_fix
 from hwbackends._discovery.loading import (
     Broken,
     Meta,
     Plugins,
+    clash_error,
+    clash_message,
     default_plugins,
     guarded,
+    resolve_claims,
 )
 from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
 )
 from hwbackends._machine.host import Host
+from hwbackends._selection.order import (
+    Candidate,
+    none_preferred,
+    preferred,
+    probe_of,
+    replaced_by_name,
+    shared_devices,
+    status_of,
+    visibility_of,
+    visible_vars,
+)
 from hwbackends._selection.report import (
     BackendStatus,
     SelectionReport,
     _replace_state,
     _unserved_hardware,
     hidden_backend,
+    unusable_why,
 )
 
 TYPE_CHECKING = False
@@ -109,38 +129,22 @@ def plugin_call(
                     f"{what} returned {type(got).__name__}, expected a dict of variable names "
                     "to string values"
                 )
-            return dict(got)
-        return checked(got, expect, what) if expect is not None else got
+            return {plain(k): plain(v) for k, v in dict(got).items()}
+        if expect is not None:
+            return checked(got, expect, what)
+        try:  # an exact builtin copy where it is one (tuples of str, ...), else as it is
+            return plain(got)
+        except ResultError:
+            return got
 
     try:
-        return guarded(what, run, passthrough=passthrough)  # type: ignore[no-any-return]
+        return guarded(what, run, passthrough=passthrough, owner=name)  # type: ignore[no-any-return]
     except Broken as exc:
         raise PluginError(
             f"the {name} backend is broken: {exc.reason}",
             "a plugin whose methods return what the hwbackends.Backend protocol describes",
             "update or uninstall the plugin; `hwbackends plugins --check` lists broken plugins",
         ) from None
-
-
-def _probe(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> Probe:
-    what = f"{meta.name}.probe()"
-    p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
-    if p.backend != meta.name:
-        raise Broken(f"{what} returned a Probe for {p.backend!r}")
-    systems = getattr(backend, "systems", None)  # the operating systems its runtime ships for
-    if p.available and isinstance(systems, tuple) and systems and host.system not in systems:
-        from hwbackends._base.record import replace
-
-        return replace(
-            p,
-            software_ready=False,
-            reason=f"{meta.name} hardware found"
-            + (f" ({p.evidence[0]})" if p.evidence else "")
-            + f", but its runtime has no build for {host.system} (it runs on "
-            f"{', '.join(systems)})",
-            hint=None,
-        )
-    return p
 
 
 def _devices(
@@ -154,79 +158,16 @@ def _devices(
             raise ResultError(f"{what} returned {type(got).__name__}, expected a list of Device")
         return [checked(d, Device, what) for d in got]
 
-    return guarded(what, run, timeout=timeout)
+    return guarded(what, run, timeout=timeout, owner=name)
 
 
 # -- the registry --------------------------------------------------------------------------
 
 
-@mutable
-class _Candidate:
-    spec: EntryPointSpec
-    backend: Backend | None = None
-    meta: Meta | None = None
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def priority(self) -> int:
-        return self.meta.priority if self.meta is not None else 0
-
-    @property
-    def device_type(self) -> str:
-        return self.meta.device_type if self.meta is not None else self.spec.name
-
-
-def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
-    m = c.meta
-    return BackendStatus(
-        name=c.spec.name,
-        origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
-        version=c.spec.version,
-        target=c.spec.value,
-        state=state,
-        priority=m.priority if m is not None else None,
-        device_type=m.device_type if m is not None else None,
-        vendor=m.vendor if m is not None else None,
-        **kw,
-    )
-
-
-def _vendor_of(b: object) -> str | None:
-    v = getattr(b, "vendor", None) if b is not None else None
-    return v if isinstance(v, str) and v else None
-
-
-def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPointSpec]]) -> None:
-    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
-    and the known plugins of the catalog (a cluster-wide setting names plugins some machines
-    lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
-
-    names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
-    dists = {s.dist for specs in installed.values() for s in specs}
-    dists |= {k.distribution for k in KNOWN_PLUGINS}
-    for var, names_listed in (
-        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
-        ("HWBACKENDS_DISABLE", settings.deny),
-    ):
-        for name in sorted(names_listed):
-            if name in names or name in dists:
-                continue
-            raise BackendNotFoundError(
-                f"{var} names {name!r}, which is no backend{close_matches(name, names)}",
-                f"comma-separated backend names from {', '.join(sorted(names))}",
-                f"correct or remove {name!r} in {var} (`hwbackends plugins` lists the installed "
-                "ones)",
-            )
-
-
 class Registry(Plugins):
     """The discovered backends of one search path. ``select`` makes a ``SelectionReport``."""
 
-    def _load_and_probe(self, c: _Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
+    def _load_and_probe(self, c: Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
         """Plugin code for one candidate (run on a guard worker): its instance and identity,
         its probe, and how long both took. Returned, not stored: a call abandoned for hanging
         must not change the candidate later."""
@@ -234,10 +175,12 @@ class Registry(Plugins):
         backend, meta = self.loaded(c.spec)
         if c.name in host.reader_errors:
             raise Broken(f"reading the machine: {host.reader_errors[c.name]}")
-        probe = _probe(backend, meta, host, None)
+        probe = probe_of(backend, meta, host, None)
         return backend, meta, probe, (time.perf_counter() - t0) * 1000
 
-    def get(self, name: str) -> Backend:
+    def get(self, name: str, settings: Settings | None = None) -> Backend:
+        """A backend by name; of plugins claiming it, the one ``settings`` (default: the
+        ``HWBACKENDS_*`` of ``os.environ``) and ``replaces`` pick, else a clash error."""
         key = name.strip().lower()
         specs = [s for s in self.specs if s.name == key]
         if not key:
@@ -252,16 +195,23 @@ class Registry(Plugins):
                 f"one of {', '.join(self.names())}",
                 not_installed_fix(key, self.names(), "pick an installed name"),
             )
-        conflict = _conflict(specs)
-        if conflict and not specs[0].value.startswith("hwbackends._"):
-            raise PluginError(conflict, fix="uninstall all but one of these distributions")
-        # a plugin claiming a built-in name is reported by selection; the built-in stands
+        spec = specs[0]  # a plugin claiming a built-in name is reported; the built-in stands
+        if len(specs) > 1 and not spec.value.startswith("hwbackends._"):
+            settings = settings or Settings.from_env(os.environ)
+            winner, _aside, clash = resolve_claims(self, specs, settings, settings.timeout)
+            if winner is None and not clash:  # every claimant disabled: still a clash to name
+                clash = specs
+            if clash:
+                what, fix = clash_message(key, clash)
+                raise PluginError(what, fix=fix)
+            assert winner is not None
+            spec = winner
         try:
-            return self.load(specs[0])
+            return self.load(spec)
         except Broken as exc:
             raise PluginError(
                 f"the {key} backend is broken: {exc.reason}",
-                fix=f"reinstall or update {specs[0].dist}, or run `hwbackends plugins --check`",
+                fix=f"reinstall or update {spec.dist}, or run `hwbackends plugins --check`",
             ) from None
 
     def select(
@@ -276,44 +226,57 @@ class Registry(Plugins):
         for s in self.specs:
             by_name.setdefault(s.name, []).append(s)
 
-        if settings.forced is not None and settings.forced not in by_name:
-            raise BackendNotFoundError(
-                f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
-                f"{close_matches(settings.forced, by_name)}",
-                f"one of {', '.join(sorted(by_name))}",
-                not_installed_fix(settings.forced, by_name, "unset HWBACKENDS_BACKEND"),
-            )
-        _check_listed_names(settings, by_name)
-        warnings.extend(unknown_settings(env))
+        pref = preferred(settings, by_name)
+        said = check_listed_names(settings, by_name) + unknown_settings(env)
+        warn_once(said)
+        warnings.extend(said)
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
-        ready: list[tuple[Backend, Probe, _Candidate]] = []
+        ready: list[tuple[Backend, Probe, Candidate]] = []
         hardware_unready: list[Probe] = []
         limit = settings.timeout
-        to_probe: list[_Candidate] = []
+        to_probe: list[Candidate] = []
+        skipped: dict[str, EntryPointSpec] = {}  # not probed: HWBACKENDS_BACKEND names others
         for name in sorted(by_name):
             specs = by_name[name]
-            c = _Candidate(specs[0])
-            conflict = _conflict(specs)
-            if conflict and c.spec.value.startswith("hwbackends._"):
-                # The built-in keeps working; each impostor is reported on its own line.
-                impostors.extend(
-                    _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
-                )
-            elif conflict:
-                statuses[name] = _status(c, "broken", error=conflict)
-                continue
-            if not allowed(c.spec, settings):
-                why = (
-                    "listed in HWBACKENDS_DISABLE"
-                    if listed(c.spec, settings.deny)
-                    else "not listed in HWBACKENDS_PLUGINS"
-                )
-                statuses[name] = _status(c, "disabled", error=why)
-                continue
-            if settings.forced is not None and name not in (settings.forced, "cpu"):
-                statuses[name] = _status(
+            if specs[0].value.startswith("hwbackends._"):
+                c = Candidate(specs[0])
+                if len(specs) > 1:
+                    # The built-in keeps working; each impostor is reported on its own line.
+                    conflict = _conflict(specs)
+                    impostors.extend(
+                        status_of(Candidate(s), "broken", error=conflict) for s in specs[1:]
+                    )
+                if not allowed(c.spec, settings):
+                    statuses[name] = status_of(
+                        c, "disabled", error=disabled_reason(c.spec, settings)
+                    )
+                    continue
+            else:
+                winner, aside, clash = resolve_claims(self, specs, settings, limit)
+                for s, why, by in aside:
+                    st = status_of(Candidate(s), "disabled", error=why, replaced_by=by)
+                    if winner is None and not clash and name not in statuses:
+                        statuses[name] = st  # every claimant disabled: the first is the row
+                    else:
+                        impostors.append(st)
+                if clash:
+                    statuses[name] = status_of(
+                        Candidate(clash[0]), "broken", error=clash_error(name, clash)
+                    )
+                    impostors.extend(
+                        status_of(Candidate(s), "broken", error=clash_error(name, clash))
+                        for s in clash[1:]
+                    )
+                    continue
+                if winner is None:
+                    continue
+                c = Candidate(winner)
+                c.replaces = tuple(s.dist for s, _why, by in aside if by)
+            if pref and name not in (*pref, "cpu"):
+                skipped[name] = c.spec
+                statuses[name] = status_of(
                     c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
                 )
                 continue
@@ -321,54 +284,49 @@ class Registry(Plugins):
 
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
-        self.preload([c.spec for c in to_probe], limit)
+        # The built-in cpu is hwbackends' own code: never subject to the plugin time limit, so
+        # a tiny HWBACKENDS_TIMEOUT or a loaded machine cannot leave a process with no backend.
+        self.preload([c.spec for c in to_probe if not _builtin(c.spec)], limit)
+        to_probe = replaced_by_name(self, to_probe, statuses, limit)
+        builtin = [c for c in to_probe if _builtin(c.spec)]
+        plugins = [c for c in to_probe if not _builtin(c.spec)]
         outcomes = call_many(
-            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
+            [
+                (f"{c.name}.probe()", partial(self._load_and_probe, c, host), c.name)
+                for c in plugins
+            ],
             timeout=limit,
+        ) + call_many(
+            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in builtin],
+            timeout=0.0,
         )
-        for c, (ok, value) in zip(to_probe, outcomes, strict=True):
+        for c, (ok, value) in zip(plugins + builtin, outcomes, strict=True):
             name = c.name
             if not ok:
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
                 if isinstance(got, tuple):
                     c.backend, c.meta = got
-                statuses[name] = _status(c, "broken", error=value.reason, traceback=value.tb)
+                statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
                 timings[f"probe:{name}"] = 0.0
                 continue
             c.backend, c.meta, probe, ms = value
             timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
-            statuses[name] = _status(c, state, probe=probe, probe_ms=ms)
+            statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)
             if probe.available:
                 ready.append((c.backend, probe, c))
             elif probe.hardware_present:
                 hardware_unready.append(probe)
 
-        if settings.forced is not None:
-            forced = statuses[settings.forced]
-            if forced.state != "available":
-                hint = forced.probe.hint if forced.probe and forced.probe.hint else None
-                # the others were skipped for the forced one; probed now, the error can name
-                # every backend that would work instead of only cpu
-                usable = {c.name for _, _, c in ready}
-                for name, st in statuses.items():
-                    if st.state == "not-probed":
-                        try:
-                            b, meta = self.loaded(by_name[name][0], limit)
-                            if _probe(b, meta, host, limit).available:
-                                usable.add(name)
-                        except Broken:
-                            pass  # a broken plugin is not an alternative to offer
-                raise BackendUnavailableError(
-                    f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                    f"{forced.reason}",
-                    f"an available backend ({', '.join(sorted(usable)) or 'none'})",
-                    hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
-                )
-            ready = [r for r in ready if r[2].name == settings.forced]
-
-        ready.sort(key=lambda r: (-r[2].priority, r[2].name))
-        chosen: _Candidate | None = None
+        warnings.extend(shared_devices(ready, host, limit, pref, settings))
+        if pref:
+            if not any(statuses[n].state == "available" for n in pref):
+                raise none_preferred(self, pref, settings, statuses, ready, skipped, host)
+            ready = [r for r in ready if r[2].name in pref]
+            ready.sort(key=lambda r: pref.index(r[2].name))
+        else:
+            ready.sort(key=lambda r: (-r[2].priority, r[2].name))
+        chosen: Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
         hidden: list[dict[str, Any]] = []  # backends whose every device visibility hides
@@ -379,65 +337,79 @@ class Registry(Plugins):
                 # The core reads the visibility variables with the backend's declared rule
                 # first: a value the runtime would reject is the user's error (raised as
                 # is), while a VisibilityError from the plugin's own devices() is its fault.
-                vis_report = _visibility(backend, c, env, host, limit)
-                devices = _devices(backend, c.name, host, env, limit)
+                own = 0.0 if _builtin(c.spec) else limit
+                vis_report = visibility_of(backend, c, env, host, own)
+                devices = _devices(backend, c.name, host, env, own)
             except Broken as exc:
-                statuses[c.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                statuses[c.name] = status_of(c, "broken", error=exc.reason, traceback=exc.tb)
                 passed_over.append(c.name)
                 continue
             finally:
                 timings[f"devices:{c.name}"] = (time.perf_counter() - t0) * 1000
             if not devices and c.name != "cpu":
                 old = statuses[c.name]
-                shown = _visible_vars(env, vis_report)
-                if shown:
-                    gone = hidden_backend(c.name, backend, env, host, vis_report, limit)
+                shown = visible_vars(env, vis_report)
+                gone = shown and hidden_backend(c.name, backend, env, host, vis_report, limit)
+                if gone:  # the engine's reasons and the fix go with the report
                     hidden.append(gone)
-                    why = (
-                        f"{c.name} hardware is present, but the visibility variables "
-                        f"hide every device from this process ({shown}): "
-                        + "; ".join(r.rstrip(".") for r in gone["reasons"])
-                    )
-                    statuses[c.name] = _status(
-                        c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
-                    )
-                    warnings.append(f"{why}. Fix: {gone['fix']}")
-                    passed_over.append(c.name)
-                    continue
-                why = (
-                    f"{c.name} hardware evidence was found ({old.reason}), but no "
-                    "device could be enumerated from the host's PCI devices"
-                )
-                statuses[c.name] = _status(
+                why, warning = unusable_why(c.name, old.reason, shown, gone or None)
+                statuses[c.name] = status_of(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
-                warnings.append(f"{why}; this process cannot use it")
+                warnings.append(warning)
+                if vis_report is not None and not gone:
+                    warnings.extend(vis_report[0].warnings)
                 passed_over.append(c.name)
                 continue
             chosen = c
             break
 
-        if chosen is None and settings.forced is not None:
-            forced = statuses[settings.forced]
+        if chosen is None and pref:
+            reasons = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
             raise BackendUnavailableError(
-                f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                f"{forced.reason}",
+                f"HWBACKENDS_BACKEND={settings.forced} but "
+                + (
+                    f"that backend is {reasons.partition(' is ')[2]}" if len(pref) == 1 else reasons
+                ),
                 "a forced backend that shows this process at least one device",
                 "change the visibility variables, or unset HWBACKENDS_BACKEND",
             )
         if chosen is None:
+            cpu = statuses.get("cpu")
+            if cpu is not None and cpu.state == "disabled":
+                fix = "remove cpu from HWBACKENDS_DISABLE"
+            else:
+                fix = (
+                    "this is a bug in hwbackends or its installation: reinstall hwbackends and "
+                    "report the reason above"
+                )
             raise BackendUnavailableError(
-                "no backend is available, not even cpu",
+                "no backend is available, not even cpu"
+                + (f" (cpu is {cpu.state}: {cpu.reason})" if cpu is not None else ""),
                 "at least the built-in cpu backend",
-                "remove cpu from HWBACKENDS_DISABLE / add it to HWBACKENDS_PLUGINS",
+                fix,
             )
         statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
 
         others = [r[2].name for r in ready if r[2].name != chosen.name]
         unserved = _unserved_hardware(host, statuses, by_name)
-        if settings.forced is not None:
+        listed = settings.preferred
+        if len(listed) == 1:
             rule = "forced"
             reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
+        elif pref:
+            rule = "preferred"
+            before = listed[: listed.index(chosen.name)] if chosen.name in listed else listed
+            reason = f"the first usable backend in HWBACKENDS_BACKEND={settings.forced}"
+            if before:
+                reason += (
+                    " ("
+                    + "; ".join(
+                        f"{n}: {statuses[n].state if n in statuses else 'not installed'}"
+                        for n in before
+                    )
+                    + ")"
+                )
         elif chosen.name == "cpu" and (hardware_unready or passed_over or unserved):
             rule = "cpu-fallback"
             reason = "no accelerator backend is ready; using the CPU"
@@ -455,6 +427,7 @@ class Registry(Plugins):
         for p in hardware_unready:
             fix = f" Fix: {p.hint}" if p.hint else ""
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        warnings.extend(late_writes())
         warnings.extend(unserved)
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
@@ -490,30 +463,8 @@ class Registry(Plugins):
         )
 
 
-def _visibility(
-    backend: Backend, c: _Candidate, env: Mapping[str, str], host: Host, limit: float | None
-) -> tuple[Any, tuple[str, ...]]:
-    """The backend's visibility report and declared variables, read by the core.
-
-    A declaration that is not a rule, or a rule that fails, is the plugin's fault
-    (``Broken``); a ``VisibilityError`` from reading the values is the user's, raised as is.
-    """
-    from hwbackends._visibility.explain import explain_visibility, rule_of
-
-    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit)
-    variables = tuple(v for v in rule.variables if isinstance(v, str))
-    rep = guarded(
-        f"the {c.name} visibility rule",
-        lambda: explain_visibility(backend, env, host),
-        passthrough=(VisibilityError,),
-        timeout=limit,
-    )
-    return rep, variables
-
-
-def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
-    keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
-    return ", ".join(f"{k}={env[k]!r}" for k in keys)
+def _builtin(spec: EntryPointSpec) -> bool:
+    return spec.value.startswith("hwbackends._") and spec.dist == "hwbackends"
 
 
 def _conflict(specs: list[EntryPointSpec]) -> str | None:
@@ -606,6 +557,7 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     ``os.environ`` or, for a simulated host that declares one, the host file's ``env``.
     """
     global _cached
+    refuse_nested()
     if env is None and host is None:
         if _cached is not None:
             return _cached
@@ -614,12 +566,34 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
                 e, h, s = resolve_inputs(None, None)
                 report = _default_registry().select(e, h, s)
                 _strict_check(report, s)
-                _cached = report
+                _cached = _agree_with_cache(report)
             return _cached
     e, h, s = resolve_inputs(env, host)
     report = _default_registry().select(e, h, s)
     _strict_check(report, s)
     return report
+
+
+def _agree_with_cache(report: SelectionReport) -> SelectionReport:
+    """``current()`` may have answered from the selection cache earlier in this process; the
+    full selection is the truth: when it differs, the report says so, the stored answer is
+    dropped, and ``current()`` answers the report's backend from now on."""
+    import sys
+
+    cache = sys.modules.get("hwbackends._selection.cache")
+    given = getattr(cache, "_chosen", None) if cache is not None else None
+    if given is None or getattr(given, "name", None) == report.chosen:
+        return report
+    cache.drop_answer()  # type: ignore[union-attr]
+    from hwbackends._base.record import replace
+
+    note = (
+        f"current() answered {given.name!r} earlier in this process from the selection cache, "
+        f"but a full selection chooses {report.chosen!r}; the cached answer was dropped and "
+        f"current() returns {report.chosen!r} from now on"
+    )
+    warn_once([note])
+    return replace(report, warnings=(*report.warnings, note))
 
 
 def _strict_check(report: SelectionReport, s: Settings) -> None:
@@ -634,8 +608,7 @@ def _strict_check(report: SelectionReport, s: Settings) -> None:
 
 def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> Backend:
     """The backend this process should use (cached per process for the defaults)."""
-    report = explain(env=env, host=host)
-    return _default_registry().get(report.chosen)
+    return get_from_report(explain(env=env, host=host))
 
 
 def backends(
@@ -654,22 +627,32 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
     patterns plus their ``watch_paths`` (relative to the root), and the class folders the
-    machine reader reads as evidence of devices."""
+    machine reader reads as evidence of devices. Every declaration is read under the guard
+    (the node patterns and watch paths once, at load)."""
+    from hwbackends._discovery.loading import meta_of
     from hwbackends._machine.evidence import WATCH
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
     paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
     for b in installed_backends():
+        try:
+            meta = meta_of(b)
+        except Broken:  # a broken declaration: selection reports it
+            continue
+
+        def variables(b: Backend = b) -> tuple[str, ...]:
+            return tuple(plain(v) for v in rule_of(b).variables if isinstance(v, str))
+
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
-            names.update(v for v in rule_of(b).variables if isinstance(v, str))
-        except Exception:  # a broken declaration: selection reports it
+            names.update(guarded(f"{meta.name}.visibility", variables, owner=meta.name))
+        except Broken:
             pass
-        for p in getattr(b, "watch_paths", ()) or ():
-            if isinstance(p, str) and not p.startswith("/") and ".." not in p.split("/"):
+        for p in meta.watch_paths:
+            if not p.startswith("/") and ".." not in p.split("/"):
                 paths.add(p)
-        for pat in getattr(b, "device_nodes", ()) or ():
-            if isinstance(pat, str) and "/" in pat and ".." not in pat.split("/"):
+        for pat in meta.device_nodes:
+            if "/" in pat and ".." not in pat.split("/"):
                 paths.add("dev/" + pat.rpartition("/")[0])
     return tuple(sorted(names)), tuple(sorted(paths))
 
@@ -684,16 +667,34 @@ def installed_names() -> list[str]:
     return _default_registry().names()
 
 
-def entry_point_source(name: str) -> tuple[str, str] | None:
-    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name``; the folder
-    is ``""`` for the built-in. None: unknown name, or found without a folder (importlib)."""
-    for s in _default_registry().specs:
-        if s.name == name:
-            builtin = s.value.startswith("hwbackends._")
-            return (s.value, s.source) if builtin or s.source else None
+def entry_point_source(name: str, backend: object = None) -> tuple[str, str] | None:
+    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name`` (of
+    plugins claiming one name, the one whose instance ``backend`` is); the folder is ``""``
+    for the built-in. None: unknown name, or found without a folder (importlib)."""
+    reg = _default_registry()
+    specs = [s for s in reg.specs if s.name == name]
+    if backend is not None and len(specs) > 1:
+        loaded = {id(s): reg._loaded.get(id(s)) for s in specs}
+        specs = [s for s in specs if isinstance(got := loaded[id(s)], tuple) and got[0] is backend]
+    for s in specs:
+        builtin = s.value.startswith("hwbackends._")
+        return (s.value, s.source) if builtin or s.source else None
     return None
 
 
 def get_from_report(report: SelectionReport) -> Backend:
-    """The backend instance a report chose (the same object selection probed)."""
-    return _default_registry().get(report.chosen)
+    """The backend instance a report chose (the same object selection probed): of plugins
+    claiming one name, the one the report's settings picked."""
+    reg = _default_registry()
+    chosen = report.status(report.chosen)
+    for s in reg.specs:
+        if (
+            s.name == chosen.name
+            and s.value == chosen.target
+            and chosen.origin in (s.dist, "builtin")
+        ):
+            try:
+                return reg.load(s)
+            except Broken:
+                break  # get() raises the error that names it
+    return reg.get(report.chosen)

@@ -33,6 +33,14 @@ class BackendStatus:
     device_type: str | None = None
     probe_ms: float = 0.0
     vendor: str | None = None  # the host-device key the backend declares
+    replaces: str | None = None  # the distributions this one replaces (it declares replaces)
+    replaced_by: str | None = None  # the distribution that replaces this one
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as every report shows it: ``hwbackends-cuda-dgx, replaces
+        hwbackends-cuda``."""
+        return f"{self.origin}, replaces {self.replaces}" if self.replaces else self.origin
 
     @property
     def broken(self) -> bool:
@@ -56,6 +64,8 @@ class BackendStatus:
             "priority": self.priority,
             "device_type": self.device_type,
             "vendor": self.vendor,
+            "replaces": self.replaces,
+            "replaced_by": self.replaced_by,
             "reason": self.reason,
             "probe": self.probe.to_dict() if self.probe else None,
             "error": self.error,
@@ -72,7 +82,7 @@ class SelectionReport:
 
     chosen: str
     device_type: str
-    rule: str  # "forced", "priority", "only-available", "cpu-fallback"
+    rule: str  # "forced", "preferred", "priority", "only-available", "cpu-fallback"
     reason: str
     candidates: tuple[BackendStatus, ...]
     devices: tuple[Device, ...]
@@ -182,14 +192,30 @@ def _unserved_hardware(
         if k is None:
             pid = str(d.extra.get("pci_vendor_id", d.vendor))
             pid += f":{d.pci_device_id}" if d.pci_device_id else ""
+            # names from the machine's PCI ID database, where the reader found one
+            maker = d.extra.get("pci_vendor_name")
+            model = d.extra.get("pci_device_name")
+            what = (
+                f"{maker} accelerator(s)" if isinstance(maker, str) and maker else "accelerator(s)"
+            )
+            if isinstance(model, str) and model:
+                what += f" ({model})"
+            whose = f"{maker}'s" if isinstance(maker, str) and maker else "the vendor's"
             out.append(
-                f"{n} accelerator(s) that no installed backend claims (PCI {pid}"
+                f"{n} {what} that no installed backend claims (PCI {pid}"
                 + (f" at {where}). " if buses else "). ")
-                + "Fix: install the vendor's hwbackends plugin; `hwbackends plugins` lists the "
+                + f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
                 "installed ones"
             )
             continue
         known_status = statuses.get(k.backend)
+        if (
+            known_status is not None
+            and known_status.state == "broken"
+            and ("Fix: " in known_status.reason)
+        ):  # a reason that carries its own fix (a name claimed twice): the same words
+            out.append(f"{n} {k.display}(s) found, but {known_status.reason.rstrip('.')}")
+            continue
         if known_status is not None and known_status.state == "broken":
             out.append(
                 f"{n} {k.display}(s) found, but the {k.backend} backend is broken: "
@@ -273,3 +299,22 @@ def hidden_backend(
         "physical_devices": total,
         "fix": fix,
     }
+
+
+def unusable_why(
+    name: str, probe_reason: str, shown: str, gone: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """``(reason, warning)`` for a ready backend that shows this process no device: hidden by
+    the visibility variables (``gone``, from ``hidden_backend``: the engine's reasons and the
+    fix), or found without a device to enumerate."""
+    if gone is not None:
+        why = (
+            f"{name} hardware is present, but the visibility variables hide every device from "
+            f"this process ({shown}): " + "; ".join(r.rstrip(".") for r in gone["reasons"])
+        )
+        return why, f"{why}. Fix: {gone['fix']}"
+    why = (
+        f"{name} hardware evidence was found ({probe_reason}), but no device could be "
+        "enumerated from the host's PCI devices"
+    )
+    return why, f"{why}; this process cannot use it"

@@ -126,6 +126,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
+    sp.add_argument(
+        "--doc",
+        metavar="NAME",
+        help="print the Markdown page of the installed backend NAME (declarations, visibility, "
+        "capability tables with sources)",
+    )
+    sp.add_argument(
+        "--hosts",
+        metavar="DIR",
+        help="with --doc: add the devices of the host files DIR/*.json to the page",
+    )
     sp.set_defaults(func=cmd_plugins)
     sp = sub.add_parser("devices", parents=[common], help="visible devices, logical → physical")
     sp.set_defaults(func=cmd_devices)
@@ -218,6 +229,12 @@ def _closed_streams() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     _closed_streams()
     prepare_stdout()  # help, usage errors and every report survive an ASCII-only terminal
+    import warnings
+
+    from hwbackends._base.errors import HwBackendsWarning
+
+    # the report shows these itself (its warnings section); Python's copy would repeat them
+    warnings.filterwarnings("ignore", category=HwBackendsWarning)
     parser = build_parser()
     args = parser.parse_args(_command_first(sys.argv[1:] if argv is None else argv, COMMANDS))
     debug = os.environ.get("HWBACKENDS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
@@ -235,7 +252,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HwBackendsError as exc:
         if debug:
             raise
-        print(f"hwbackends: error: {exc}", file=sys.stderr)
+        from hwbackends.cli._output import escape_controls
+
+        print(f"hwbackends: error: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a real Ctrl-C: a plugin's own is reported as its fault
         print("hwbackends: interrupted", file=sys.stderr)

@@ -92,12 +92,17 @@ def evidence_read(report: Any) -> dict[str, list[str]] | None:
         report.host.source == "system" or report.host.source.startswith(ROOT_SOURCE)
     ):
         return None
-    from hwbackends._discovery.loading import installed_backends
+    from hwbackends._base.guard import PluginFault
+    from hwbackends._discovery.loading import installed_backends, meta_of
     from hwbackends._machine.evidence import sources_of
 
     out = {}
     for b in installed_backends():
-        srcs = sources_of(b)
-        if srcs and isinstance(getattr(b, "name", None), str):
-            out[b.name] = srcs
+        try:
+            meta = meta_of(b)  # the declarations read once, under the guard, at load
+        except PluginFault:
+            continue
+        srcs = sources_of(meta)
+        if srcs:
+            out[meta.name] = srcs
     return out

@@ -68,7 +68,9 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     ]
     lines += _table(rows, view=view)
     if plan.node_env or plan.node_unset:
-        shown = " ".join(f"{k}={v}" for k, v in plan.node_env.items())
+        import shlex
+
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.node_env.items())
         lines += view.wrap(
             f"node environment: {shown}"
             + (f" (unset {', '.join(plan.node_unset)})" if plan.node_unset else ""),

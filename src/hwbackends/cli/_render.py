@@ -307,11 +307,13 @@ def render_backends(
             absent.append(c.name)
             continue
         mark = _MARK[c.state]
+        shown_state = f"{c.state} (replaced)" if c.replaced_by else c.state
         state = {"selected": st.green, "broken": st.red, "available": st.green}.get(
             c.state, lambda s: s
-        )(c.state)
+        )(shown_state)
         origin = [f"{c.origin} {c.version}"] if view.verbose else []
-        rows.append([mark, c.name, state, *origin, c.reason])
+        name = f"{c.name} ({c.source})" if c.replaces else c.name
+        rows.append([mark, name, state, *origin, c.reason])
     lines = [st.bold("Backends")]
     lines += _table(rows, view=view)
     if absent:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -209,7 +209,11 @@ def api_page() -> str:
     import inspect
 
     lines = [HEADER, "", "# Python API reference", ""]
-    lines.append("Every name in the `__all__` of each public module, with its first doc line.")
+    lines.append(
+        "Every name in the `__all__` of each public module, with its first doc line; below "
+        "each module's table, the fields of each of its records (name, type, default) and the "
+        "rows of its long tables."
+    )
     lines.append("")
     for modname in API_MODULES:
         mod = importlib.import_module(modname)
@@ -221,13 +225,46 @@ def api_page() -> str:
                 kind, shown = "class", f"`{name}`"
             elif callable(obj):
                 kind, shown = "function", f"`{name}{_signature(obj)}`"
+            elif isinstance(obj, Mapping) and len(repr(obj)) > 120:
+                kind, shown = "table", f"`{name}`"
             else:
                 kind, shown = "constant", f"`{name} = {obj!r}`"
-            doc = _first_line(obj) if kind != "constant" else ""
+            doc = _first_line(obj) if kind not in ("constant", "table") else ""
+            if kind == "table":
+                doc = f"{len(obj)} entries: see [{name}](#{name.lower()}) below"
             rows.append([shown, kind, cell(doc)])
         lines += table(["Name", "Kind", "Description"], rows)
         lines.append("")
+        for name in sorted(getattr(mod, "__all__", ())):
+            lines += _details(modname, name, getattr(mod, name))
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _details(modname: str, name: str, obj: Any) -> list[str]:
+    """A record's fields (name, type, default) and a long table's rows, below the summary."""
+    import dataclasses
+
+    if isinstance(obj, Mapping) and len(repr(obj)) > 120:
+        rows = [[f"`{k}`", cell(" ".join(repr(v).split())[:160])] for k, v in obj.items()]
+        return [f"### {name}", "", *table(["Key", "Value"], rows), ""]
+    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
+        return []
+    hints = getattr(obj, "__annotations__", {})
+    rows = []
+    for f in dataclasses.fields(obj):
+        if f.name.startswith("_"):
+            continue
+        if f.default is not dataclasses.MISSING:
+            default = repr(f.default)
+        elif f.default_factory is not dataclasses.MISSING:
+            default = repr(f.default_factory())
+        else:
+            default = "required"
+        # the type as plain text: a "|" inside a code span would still split the table row
+        rows.append([f"`{f.name}`", cell(hints.get(f.name, f.type)), cell(default)])
+    if not rows:
+        return []
+    return [f"### `{modname}.{name}` fields", "", *table(["Field", "Type", "Default"], rows), ""]
 
 
 # -- main ----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ def test_devices_table_and_uncertainty_warning(capsys: pytest.CaptureFixture[str
     assert code == 0
     rows = [line.split() for line in out.splitlines() if line.lstrip().startswith("cuda:")]
     assert [(r[0], r[2]) for r in rows] == [("cuda:0", "3"), ("cuda:1", "1")]
-    assert "Set CUDA_DEVICE_ORDER=PCI_BUS_ID" in out
+    assert "Set CUDA_DEVICE_ORDER=PCI_BUS_ID" in " ".join(out.split())
 
 
 def test_pin_round_trips_through_devices(capsys: pytest.CaptureFixture[str]) -> None:

@@ -170,11 +170,14 @@ def test_a_cut_short_visibility_list_is_a_warning_in_env() -> None:
 def test_env_fits_one_screen_on_an_eight_gpu_host() -> None:
     out = cli("env", "--host", EIGHT).stdout.decode()
     lines = out.splitlines()
-    assert len(lines) <= 50, out
+    # 55: 80 columns wrap more than the 100 this was first measured at (issue 23)
+    assert len(lines) <= 55, out
     assert max(len(line) for line in lines) <= 80, out
-    assert "https://" not in out and "docs/reference" not in out  # sources: --verbose
+    # sources are for --verbose; the Install line's torch index is a command, not a source
+    shown = "\n".join(x for x in lines if "download.pytorch.org" not in x)
+    assert "https://" not in shown and "docs/reference" not in out
     assert "  ·  hpu, mlu, mps, musa, neuron, npu, rocm, tpu, xpu: no hardware found" in lines
-    assert "Hardware  8 × NVIDIA H100 80GB HBM3 (nvidia, 80 GiB)" in lines
+    assert "Hardware  8 × NVIDIA H100 80GB HBM3 (nvidia, sm_90, 80 GiB)" in lines
     assert sum(line.lstrip().startswith("cuda:") for line in lines) == 8
 
 
@@ -210,7 +213,7 @@ def test_many_devices_in_order_are_one_row() -> None:
     trn2 = ROOT / "plugins" / "hwbackends-neuron" / "tests" / "hosts" / "trn2_48xlarge.json"
     out = cli("env", "--host", str(trn2)).stdout.decode()
     assert "  neuron:0-63  →  0-63  AWS Trainium2  trn2  64 devices  32 GiB" in out.splitlines()
-    assert len(out.splitlines()) <= 50
+    assert len(out.splitlines()) <= 55  # 80 columns (issue 23)
 
 
 # -- item 6: the versions peers print ------------------------------------------------------

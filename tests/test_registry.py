@@ -317,10 +317,13 @@ def test_hidden_devices_fall_back_to_cpu_and_say_so(site: Site) -> None:
     r = select(site, {"ALPHA_VISIBLE_DEVICES": ""})
     assert (r.chosen, r.rule) == ("cpu", "cpu-fallback")
     assert "alpha could not be used" in r.reason
-    assert r.status("alpha").reason == (
+    assert r.status("alpha").reason.startswith(
         "alpha hardware is present, but the visibility variables hide every device from this "
-        "process (ALPHA_VISIBLE_DEVICES='')"
+        "process (ALPHA_VISIBLE_DEVICES=''): "
     )
+    (gone,) = r.hidden  # the engine's reasons and the fix travel with the report
+    assert gone["backend"] == "alpha" and gone["variables"] == {"ALPHA_VISIBLE_DEVICES": ""}
+    assert gone["reasons"] and gone["fix"].startswith("unset ALPHA_VISIBLE_DEVICES")
     with pytest.raises(
         hwbackends.BackendUnavailableError,
         match=r"HWBACKENDS_BACKEND=alpha but that backend is unavailable: alpha hardware is "

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         HwBackendsWarning,
         PluginError,
         QuantizationError,
+        RankError,
         SettingsError,
         UnsupportedSettingError,
         VisibilityError,
@@ -57,6 +58,7 @@ __all__ = [
     "Probe",
     "QuantSupport",
     "QuantizationError",
+    "RankError",
     "SelectionReport",
     "SettingsError",
     "TorchBuild",
@@ -73,7 +75,7 @@ __all__ = [
 _WHERE = {
     "_base.errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "HwBackendsWarning", "PluginError", "QuantizationError", "SettingsError",
+        "HwBackendsWarning", "PluginError", "QuantizationError", "RankError", "SettingsError",
         "UnsupportedSettingError", "VisibilityError",
     ),
     "_machine.host": ("Host", "HostDevice", "TorchBuild"),

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from hwbackends._base.record import frozen
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import resolve_target
 
 if TYPE_CHECKING:
@@ -185,7 +186,8 @@ def plan_training(
     host: Host | None = None,
 ) -> TrainingPlan:
     """``training_kwargs`` with the reason for each setting."""
-    t = resolve_target(backend, device, env=env, host=host)
+    _check_report_to(report_to)
+    t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     caps = t.caps
     kw: dict[str, Any] = {}
     why: dict[str, str] = {}
@@ -264,6 +266,21 @@ def plan_training(
             lim = next(lim for lim in caps.limitations if r in lim.report_to_exclude)
             why[f"report_to:{r}"] = f"dropped: {lim.text} ({lim.source})"
     return TrainingPlan(kw, t.name, why, tuple(dropped))
+
+
+def _check_report_to(report_to: object) -> None:
+    """``report_to`` as TrainingArguments takes it: a name, a list of names, or None."""
+    ok = report_to is None or isinstance(report_to, str)
+    if not ok and isinstance(report_to, (list, tuple)):
+        ok = all(isinstance(r, str) for r in report_to)
+    if not ok:
+        from hwbackends._base.errors import UnsupportedSettingError
+
+        raise UnsupportedSettingError(
+            f"report_to={report_to!r} is not a reporter name or a list of them",
+            "None, 'all', 'none', a name such as 'tensorboard', or a list of names",
+            "pass report_to='tensorboard' or report_to=['wandb', 'tensorboard']",
+        )
 
 
 def training_kwargs(

@@ -21,6 +21,7 @@ from hwbackends._integrations.launch import (
     detect_launch,
     expand_hostlist,
 )
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -87,11 +88,14 @@ def init_process_group(
 
     info = detect_launch(env)
     found = info.torch_env()
+    # The device is this rank's, as the launcher numbers it; a rank without a device raises
+    # here, before anything is exported or a group is joined.
+    t = resolve_target(
+        backend, env=None if env is None else {**found, **env}, host=host, rank_of=process_rank
+    )
     if env is None:
         for k, v in found.items():
             os.environ.setdefault(k, v)
-    # The device is this rank's: resolve with LOCAL_RANK as the launcher defined it.
-    t = resolve_target(backend, env=None if env is None else {**found, **env}, host=host)
     collective = kwargs.pop("collective", None) or t.caps.distributed_backend
     if "init_method" not in kwargs and "store" not in kwargs:
         kwargs.setdefault("rank", info.rank)
@@ -151,6 +155,9 @@ class LaunchPlan:
     problems: tuple[str, ...] = field(default_factory=tuple)
     sbatch: str = ""  # Slurm batch script: srun starts one task per device
     sbatch_torchrun: str = ""  # Slurm batch script: srun starts torchrun once per node
+    #: What the plan could not check on this machine (a login node without accelerators, a
+    #: named backend whose hardware is elsewhere), each with the fix.
+    warnings: tuple[str, ...] = ()
 
     @property
     def world_size(self) -> int:
@@ -172,6 +179,7 @@ class LaunchPlan:
             "sbatch": self.sbatch,
             "sbatch_torchrun": self.sbatch_torchrun,
             "problems": list(self.problems),
+            "warnings": list(self.warnings),
         }
 
 
@@ -269,26 +277,39 @@ def _sbatch_scripts(
     name: str,
     nnodes: int,
     nproc: int,
-    node_env: Mapping[str, str],
-    unset: Sequence[str],
     script: Sequence[str],
     *,
     used_devices: int,
+    gres: str | None,
+    variables: Sequence[str],
 ) -> tuple[str, str]:
     """Two sbatch scripts: srun starting one task per device (each task finds its rank
-    through ``init_process_group``), and srun starting torchrun once per node."""
+    through ``init_process_group``), and srun starting torchrun once per node.
+
+    Neither sets a visibility variable: Slurm assigns the job's devices from its GRES
+    allocation and sets the runtime's variable (``CUDA_VISIBLE_DEVICES`` ...) per job and
+    step itself (Slurm's Generic Resource Scheduling guide, https://slurm.schedmd.com/gres.html,
+    "GPU Management"); an exported list would select devices outside the allocation on a
+    shared node. The devices are requested instead: ``--gpus-per-node`` for a backend whose
+    devices Slurm schedules as the ``gpu`` GRES, ``--gres=NAME:N`` for another declared GRES.
+    """
     head = ["#!/bin/bash", "#SBATCH --job-name=hwbackends", f"#SBATCH --nodes={nnodes}"]
     pin = []
+    if used_devices and gres == "gpu":
+        head.append(f"#SBATCH --gpus-per-node={used_devices}")
+    elif used_devices and gres:
+        head.append(f"#SBATCH --gres={gres}:{used_devices}")
     if used_devices:
-        pin.append(
-            f"# Request {used_devices} {name} device(s) per node the way this cluster names "
-            "them (e.g. --gpus-per-node or --gres); the site's GRES names are not known here."
+        shown = " / ".join(variables) or "the runtime's visibility variable"
+        import textwrap
+
+        note = (
+            f"Slurm gives the job its {name} devices from its GRES allocation"
+            + ("" if gres else f" (request {used_devices} per node as this cluster names them)")
+            + f" and sets {shown} per step itself; this script must not set them."
         )
+        pin += textwrap.wrap(note, 78, initial_indent="# ", subsequent_indent="# ")
     pin.append("set -euo pipefail")
-    if unset:
-        pin.append("unset " + " ".join(unset))
-    # Every node pins the same devices; each rank then uses device LOCAL_RANK among them.
-    pin += [f"export {k}={shlex.quote(v)}" for k, v in node_env.items()]
     cmd = " ".join(shlex.quote(a) for a in script)
     python = "" if script[:1] and not script[0].endswith(".py") and script[0] != "-m" else "python "
     per_task = [
@@ -334,9 +355,13 @@ def launch_plan(
     With ``scheduler="slurm"`` a multi-node plan needs no ``rdzv_endpoint``: Slurm names the
     nodes, the sbatch scripts derive the address, and ``torchrun``/``accelerate`` stay empty.
     """
-    t = resolve_target(backend, env=env, host=host)
+    warnings: list[str] = []
+    t = _plan_target(backend, env, host, nproc_per_node, scheduler, nnodes, warnings)
+    elsewhere = bool(warnings)  # a named backend with no hardware here: trust nproc_per_node
     if nproc_per_node is None:
         nproc_per_node = len(t.devices) if t.name != "cpu" else 1
+    if t.name == "cpu" and backend is None and (scheduler or nnodes > 1):
+        warnings.append(_login_node_warning(t, scheduler, nnodes))
     if nproc_per_node < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
         raise HwBackendsError(
             f"nproc_per_node={nproc_per_node}, nnodes={nnodes}, node_rank={node_rank} do not "
@@ -351,7 +376,7 @@ def launch_plan(
             "pass --rdzv-endpoint node0.example:29500",
         )
     endpoint = parse_endpoint(rdzv_endpoint) if rdzv_endpoint is not None else None
-    problems = _devices_per_node(t, nproc_per_node)
+    problems = [] if elsewhere else _devices_per_node(t, nproc_per_node)
     problems += _accelerate_problems(t, nproc_per_node * nnodes)
     problems += check_parallel_sizes(
         nproc_per_node * nnodes,
@@ -401,6 +426,7 @@ def launch_plan(
     for lr in range(nproc_per_node):
         rank = node_rank * nproc_per_node + lr
         dev = used[lr] if lr < len(used) else None
+        device = f"{t.caps.device_type}:{lr}" if dev is not None or elsewhere else "cpu"
         renv = dict(node_env)
         renv.update(
             {
@@ -414,7 +440,7 @@ def launch_plan(
             RankPlan(
                 local_rank=lr,
                 rank=rank,
-                torch_device=f"{t.caps.device_type}:{lr}" if dev is not None else "cpu",
+                torch_device=device,
                 physical=(dev.physical_index,) if dev is not None else (),
                 env=renv,
             )
@@ -453,8 +479,20 @@ def launch_plan(
         acc.append(f"--main_process_ip {shlex.quote(host_)} --main_process_port {port}")
     torchrun = "" if slurm_only else " ".join(filter(None, [prefix, *tr, cmd]))
     accelerate = "" if slurm_only else " ".join(filter(None, [prefix, *acc, cmd]))
+    from hwbackends.visibility import variables_for
+
+    try:
+        declared = [v for v in variables_for(t.backend) if v.endswith("_VISIBLE_DEVICES")]
+    except HwBackendsError:
+        declared = []
     sbatch, sbatch_tr = _sbatch_scripts(
-        t.name, nnodes, nproc_per_node, node_env, unset, script, used_devices=len(used)
+        t.name,
+        nnodes,
+        nproc_per_node,
+        script,
+        used_devices=nproc_per_node if elsewhere else len(used),
+        gres=_gres(t.backend),
+        variables=declared,
     )
     return LaunchPlan(
         backend=t.name,
@@ -470,6 +508,71 @@ def launch_plan(
         problems=tuple(problems),
         sbatch=sbatch,
         sbatch_torchrun=sbatch_tr,
+        warnings=tuple(warnings),
+    )
+
+
+def _gres(backend: Backend) -> str | None:
+    """The Slurm GRES the backend's devices are scheduled as (``slurm_gres``), if declared."""
+    try:  # a plugin's declaration, read defensively
+        value = getattr(backend, "slurm_gres", None)
+    except Exception:
+        return None
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def _plan_target(
+    backend: str | Backend | None,
+    env: Mapping[str, str] | None,
+    host: Host | None,
+    nproc_per_node: int | None,
+    scheduler: str | None,
+    nnodes: int,
+    warnings: list[str],
+) -> Target:
+    """The target a plan is made for. A batch or multi-node plan for a named backend whose
+    hardware this machine lacks (planning on a login node) is made from the backend's
+    declarations and ``nproc_per_node``, with a warning saying what could not be checked."""
+    from hwbackends._base.errors import BackendUnavailableError
+
+    try:
+        return resolve_target(backend, env=env, host=host)
+    except BackendUnavailableError as exc:
+        if not isinstance(backend, str) or not (scheduler or nnodes > 1):
+            raise
+        why = exc.what.partition(": ")[2] or exc.what
+        if nproc_per_node is None:
+            raise BackendUnavailableError(
+                exc.what,
+                "the number of processes per node, since this machine cannot count the "
+                f"{backend} devices of the compute nodes",
+                f"pass --nproc-per-node N (nproc_per_node=N) with N the {backend} devices of a "
+                "compute node, or plan on a compute node (or with --host FILE of one)",
+            ) from None
+    from hwbackends._base.protocol import Capabilities
+    from hwbackends._selection.registry import get, plugin_call, resolve_inputs
+
+    e, h, _ = resolve_inputs(env, host)
+    name = backend.strip().lower()
+    b = get(name)
+    caps = plugin_call(name, "capabilities", lambda: b.capabilities(None, host=h), Capabilities)
+    warnings.append(
+        f"this machine has no usable {name} hardware ({why}):"
+        f" the plan trusts --nproc-per-node {nproc_per_node} and the {name} backend's "
+        "declarations, unchecked against a compute node. Fix: run launch-plan on a compute "
+        "node, or pass --host FILE with a compute node's host file (docs/concepts.md, "
+        "'Host files')"
+    )
+    return Target(backend=b, host=h, env=e, devices=(), device=None, caps=caps, backend_name=name)
+
+
+def _login_node_warning(t: Target, scheduler: str | None, nnodes: int) -> str:
+    what = "an sbatch script" if scheduler else f"a {nnodes}-node plan"
+    return (
+        f"{what} for the cpu backend: this machine shows no accelerator to this process (a "
+        "login node?), so the plan is one CPU process per node and requests no devices. "
+        "Fix: plan on a compute node, pass --host FILE with a compute node's host file, or "
+        "name the backend and its devices per node: --backend NAME --nproc-per-node N"
     )
 
 

@@ -211,6 +211,13 @@ class BaseBackend:
     torch_flavour: ClassVar[str | None] = None
     install_hint: ClassVar[str] = ""
     distributed_backend: ClassVar[str] = "gloo"
+    #: The Slurm generic resource (GRES) the devices are scheduled as on a cluster: "gpu" makes
+    #: an sbatch plan request them with --gpus-per-node, another name with --gres=NAME:N;
+    #: None leaves the request to the user (the plan says so).
+    slurm_gres: ClassVar[str | None] = None
+    #: The operating systems (``platform.system()`` names) the runtime ships for; a host on
+    #: another one cannot use the backend whatever hardware it has. Empty: no restriction.
+    systems: ClassVar[tuple[str, ...]] = ()
     visibility: ClassVar[VisibilityRule | None] = None
     # Files or folders (relative to the root) whose change means the machine must be read
     # again: driver files that ``read_devices`` uses. The selection cache watches them.

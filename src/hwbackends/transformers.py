@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hwbackends._base.errors import QuantizationError, UnsupportedSettingError
 from hwbackends._base.record import frozen
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -390,7 +391,7 @@ def _device_map(t: Target) -> tuple[str, str]:
         return "cpu", "no accelerator: weights stay on the CPU"
     igpus = _integrated(t)
     discrete = [d for d in t.devices if d.pci_bus_id not in igpus]
-    if igpus and discrete and "LOCAL_RANK" not in t.env:
+    if igpus and discrete and t.rank is None:
         shown = ", ".join(d.torch_device for d in t.devices if d.pci_bus_id in igpus)
         keep = ",".join(str(d.physical_index) for d in discrete)
         target = discrete[0].torch_device if len(discrete) == 1 else "auto"
@@ -398,10 +399,15 @@ def _device_map(t: Target) -> tuple[str, str]:
             f"{shown} is an integrated GPU sharing system memory: the model stays on the "
             f"discrete GPU(s); hide the iGPU with `hwbackends pin {keep}`"
         )
-    if "LOCAL_RANK" in t.env:
+    if t.rank is not None:
+        if t.rank.bound:
+            return dev.torch_device, (
+                f"the launcher gave this task its own devices ({t.rank.bound} is set): the "
+                "first visible one is this task's"
+            )
         return dev.torch_device, (
-            f"one process per device under a launcher (LOCAL_RANK={t.env['LOCAL_RANK']}): "
-            "each rank loads onto its own device"
+            f"one process per device under a launcher ({t.rank.source}): each rank loads onto "
+            "its own device"
         )
     if len(t.devices) > 1 and t.caps.device_map_auto:
         return "auto", f"Accelerate spreads the model over the {len(t.devices)} visible devices"
@@ -459,7 +465,7 @@ def plan_pretrained(
 
     ``paged=True`` says the model will generate with a paged cache (continuous batching):
     only then is ``paged|eager`` accepted."""
-    t = resolve_target(backend, device, env=env, host=host)
+    t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     return plan_for_target(
         t,
         attention=attention,

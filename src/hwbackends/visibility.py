@@ -107,11 +107,12 @@ def _named(backend: BackendRef) -> object:
         return get(backend)
     except HwBackendsError as exc:
         names = installed_names()
+        # the lookup's own words once: its "what" and its fix, not its whole message again
         raise VisibilityError(
-            f"no visibility rules for {backend!r}: {exc.args[0] if exc.args else exc}",
+            f"no visibility rules for {backend!r}: {exc.what}",
             f"the name of an installed backend ({', '.join(names)})",
-            "install the plugin that provides it, or pass the backend object or its "
-            "VisibilityRule instead of a name",
+            (exc.fix or "install the plugin that provides it")
+            + "; or pass the backend object or its VisibilityRule instead of a name",
         ) from None
 
 

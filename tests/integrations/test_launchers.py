@@ -264,7 +264,7 @@ def test_printed_sbatch_script_runs_two_ranks(tmp_path: Path, scheduler: str) ->
     on_a_free_port(attempt, 15000, 24999)
 
 
-def test_sbatch_pins_visibility_per_node() -> None:
+def test_sbatch_requests_devices_and_leaves_visibility_to_slurm() -> None:
     from hwbackends import Host
 
     plugins = Path(__file__).resolve().parents[2] / "plugins"
@@ -275,15 +275,15 @@ def test_sbatch_pins_visibility_per_node() -> None:
         #!/bin/bash
         #SBATCH --job-name=hwbackends
         #SBATCH --nodes=2
+        #SBATCH --gpus-per-node=2
         #SBATCH --ntasks-per-node=2
-        # Request 2 cuda device(s) per node the way this cluster names them (e.g. --gpus-per-node or --gres); the site's GRES names are not known here.
+        # Slurm gives the job its cuda devices from its GRES allocation and sets
+        # CUDA_VISIBLE_DEVICES per step itself; this script must not set them.
         set -euo pipefail
-        export CUDA_DEVICE_ORDER=PCI_BUS_ID
-        export CUDA_VISIBLE_DEVICES=0,1
         # srun sets SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID for each task; the
         # script must call hwbackends.distributed.init_process_group(), which reads them
         srun --kill-on-bad-exit=1 python t.py
-        """  # noqa: E501
+        """
     )
     assert plan.sbatch_torchrun.endswith(
         "srun --kill-on-bad-exit=1 torchrun --nnodes 2 --nproc-per-node 2 --rdzv-backend c10d "

@@ -169,6 +169,41 @@ def test_smoke_command_on_this_cpu() -> None:
     assert set(d["timings_s"]) == {"plan", "import", "build", "load", "generate", "train"}
     assert len(d["tokens"]) == 5 and d["loss"] > 0
     assert d["settings"]["attn_implementation"] == "sdpa"
+    # smoke runs what env recommends (issue 23, item 7), kernels included, and says so
+    rec = subprocess.run(
+        [sys.executable, "-m", "hwbackends", "env", "--json"],
+        capture_output=True, text=True, env=env, timeout=120,
+    )  # fmt: skip
+    kwargs = json.loads(rec.stdout)["settings"]["from_pretrained"]["kwargs"]
+    assert d["settings"] == {k: str(v) for k, v in kwargs.items()}
+    ex = d["exercised"]
+    assert ex["attn_implementation"] == kwargs["attn_implementation"]
+    assert ex["dtype"] == kwargs["dtype"]
+    if kwargs.get("use_kernels"):
+        k = ex["use_kernels"]
+        # kernelize ran over the model's replaceable layers with the installed kernels
+        # package, offline: each layer either got a cached hub kernel or kept its forward
+        assert k["requested"] and k["kernelized"]
+        assert len(k["hub_kernels"]) + len(k["own_forward"]) > 0
+        assert all("(" in x for x in k["hub_kernels"] + k["own_forward"])
+        if k["own_forward"]:
+            assert "Hub was not asked (offline)" in k["why"]
+    else:
+        assert ex["use_kernels"] == {"requested": False, "why": ex["use_kernels"]["why"]}
+
+
+def test_smoke_leaves_the_hub_setting_as_it_was(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The load runs with HF_HUB_OFFLINE=1 (no download) and puts the variable back."""
+    from hwbackends._integrations.smoke import _hub_offline
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "0")
+    with _hub_offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert os.environ["HF_HUB_OFFLINE"] == "0"
+    monkeypatch.delenv("HF_HUB_OFFLINE")
+    with _hub_offline():
+        assert os.environ["HF_HUB_OFFLINE"] == "1"
+    assert "HF_HUB_OFFLINE" not in os.environ
 
 
 def test_smoke_failure_is_one_line_exit_2() -> None:

@@ -68,5 +68,9 @@ class UnsupportedSettingError(HwBackendsError):
     """A setting asked for explicitly (attention, dtype, kernels) cannot work on this device."""
 
 
+class RankError(HwBackendsError):
+    """This process's local rank is unreadable, or names no device the process can see."""
+
+
 class QuantizationError(UnsupportedSettingError):
     """A quantization method that will fail on this device, found before any weight is read."""

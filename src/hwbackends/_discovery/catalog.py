@@ -24,7 +24,7 @@ from hwbackends._base.settings import close_matches
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Mapping, Sequence
 
     from hwbackends._base.settings import Settings
     from hwbackends._discovery.scan import EntryPointSpec
@@ -39,6 +39,7 @@ __all__ = [
     "install_command",
     "known_for",
     "known_function",
+    "not_installed_fix",
 ]
 
 
@@ -292,6 +293,22 @@ def core_checkout(path: list[str] | None = None) -> str | None:
         folder = unquote(urlparse(url).path)
         return folder if os.path.isdir(os.path.join(folder, "plugins")) else None
     return None
+
+
+def not_installed_fix(key: str, names: Iterable[str], otherwise: str) -> str:
+    """The fix for a backend name nothing installed provides: the installed name it is a slip
+    for (``cdua``), else the known plugin that provides it, else the installed names. Never
+    "install hwbackends-<typo>": no such distribution exists, and a name someone registers
+    later could be anything."""
+    import difflib
+
+    near = difflib.get_close_matches(key, sorted(names), n=1, cutoff=0.75)
+    if near:
+        return f"use {near[0]!r} (an installed backend), or {otherwise}"
+    known = next((k for k in KNOWN_PLUGINS if k.backend == key), None)
+    if known is not None:
+        return f"pip install {known.distribution}, or {otherwise}"
+    return f"{otherwise}; `hwbackends plugins` lists the installed backends"
 
 
 def check_listed_names(

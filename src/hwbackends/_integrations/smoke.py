@@ -32,6 +32,9 @@ class SmokeResult:
     timings_s: dict[str, float] = field(default_factory=dict)
     tokens: list[int] = field(default_factory=list)
     loss: float | None = None
+    #: What was exercised beyond the load: ``use_kernels`` (kernelize run, layers given a hub
+    #: kernel, layers kept on their own forward and why), the attention, the dtype.
+    exercised: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -41,6 +44,7 @@ class SmokeResult:
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
             "tokens": self.tokens,
             "loss": self.loss,
+            "exercised": self.exercised,
         }
 
 
@@ -95,7 +99,8 @@ def run_smoke(
     from hwbackends.transformers import plan_pretrained
 
     t0 = time.perf_counter()
-    plan = plan_pretrained(backend=backend, env=env, kernels=False)
+    # the settings `hwbackends env` recommends, kernels included
+    plan = plan_pretrained(backend=backend, env=env)
     plan_s = time.perf_counter() - t0
     kw = plan.kwargs
     result = SmokeResult(
@@ -130,8 +135,14 @@ def run_smoke(
             torch.manual_seed(0)
             llama: Any = LlamaForCausalLM
             llama(tiny_llama_config()).save_pretrained(tmp)
-        with _step(result, "load", log):
+        with _step(result, "load", log), _hub_offline():
+            # offline: kernelize runs for real with the installed kernels package, and a layer
+            # whose hub kernel is not in the local cache keeps its own forward (nothing is
+            # downloaded; the report says which layers would need the Hub)
             model: Any = AutoModelForCausalLM.from_pretrained(tmp, **kw)
+        result.exercised = _exercised(model, kw, plan)
+        for line in _exercised_lines(result.exercised):
+            log(f"  {line}")
         with _step(result, "generate", log):
             ids = torch.tensor([[1, 2, 3, 4]], device=model.device)
             out = model.generate(
@@ -165,3 +176,75 @@ def run_smoke(
             result.loss = float(out_train.training_loss)
     log(f"  tokens {result.tokens}, training loss {result.loss:.4f}")
     return result
+
+
+@contextmanager
+def _hub_offline() -> Iterator[None]:
+    """Hugging Face Hub access off for the load (``HF_HUB_OFFLINE``), then as it was.
+
+    huggingface_hub reads the variable once, into ``constants.HF_HUB_OFFLINE``, when first
+    imported; both are set, and both restored."""
+    import os
+
+    old_env = os.environ.get("HF_HUB_OFFLINE")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    consts = sys.modules.get("huggingface_hub.constants")
+    old_const = getattr(consts, "HF_HUB_OFFLINE", None)
+    if consts is not None:
+        consts.HF_HUB_OFFLINE = True  # type: ignore[attr-defined]
+    try:
+        yield
+    finally:
+        if old_env is None:
+            os.environ.pop("HF_HUB_OFFLINE", None)
+        else:
+            os.environ["HF_HUB_OFFLINE"] = old_env
+        if consts is not None:
+            consts.HF_HUB_OFFLINE = old_const  # type: ignore[attr-defined]
+
+
+def _exercised(model: Any, kw: Mapping[str, Any], plan: Any) -> dict[str, Any]:
+    """What the load really did with the recommended settings."""
+    out: dict[str, Any] = {
+        "attn_implementation": str(getattr(model.config, "_attn_implementation", "")),
+        "dtype": str(getattr(model, "dtype", "")).removeprefix("torch."),
+    }
+    if not kw.get("use_kernels"):
+        out["use_kernels"] = {"requested": False, "why": plan.kernels.reason}
+        return out
+    hub: list[str] = []
+    kept: list[str] = []
+    for name, mod in model.named_modules():
+        layer = getattr(mod, "kernel_layer_name", None)
+        if layer is None:
+            continue  # not a layer kernels can replace
+        bound = getattr(mod.forward, "__func__", None)
+        own = getattr(type(mod), "forward", None)
+        (kept if bound is None or bound is own else hub).append(f"{name} ({layer})")
+    out["use_kernels"] = {
+        "requested": True,
+        "kernelized": bool(getattr(model, "use_kernels", False) or hub or kept),
+        "hub_kernels": hub,
+        "own_forward": kept,
+        "why": (
+            "every replaceable layer got a kernel from the local cache"
+            if hub and not kept
+            else "the Hub was not asked (offline): layers whose kernel is not in the local "
+            "cache keep their own forward; a run with Hub access downloads them"
+        ),
+    }
+    return out
+
+
+def _exercised_lines(ex: Mapping[str, Any]) -> list[str]:
+    lines = [f"exercised: attn_implementation={ex['attn_implementation']}, dtype={ex['dtype']}"]
+    k = ex.get("use_kernels") or {}
+    if not k.get("requested"):
+        lines.append(f"use_kernels not requested: {k.get('why', '')}")
+        return lines
+    n_hub, n_own = len(k["hub_kernels"]), len(k["own_forward"])
+    lines.append(
+        f"use_kernels=True: kernelize ran over {n_hub + n_own} replaceable layer(s); "
+        f"{n_hub} got a hub kernel, {n_own} kept their own forward ({k['why']})"
+    )
+    return lines

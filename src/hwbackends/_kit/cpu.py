@@ -39,11 +39,13 @@ class CpuBackend(BaseBackend):
         from hwbackends._base.protocol import Probe
 
         model = host.cpu.model or "unknown model"
+        n = host.cpu.count
+        cores = f"{n} logical core{'' if n == 1 else 's'}"
         return Probe(
             backend=self.name,
             hardware_present=True,
             software_ready=True,
-            reason=f"the CPU is always usable ({model}, {host.cpu.count} logical cores)",
+            reason=f"the CPU is always usable ({model}, {cores})",
             evidence=(f"cpu: {model}",),
         )
 

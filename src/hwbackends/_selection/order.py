@@ -36,6 +36,19 @@ def probe_of(backend: Backend, meta: Meta, host: Host, timeout: float | None) ->
     )
     if p.backend != meta.name:
         raise Broken(f"{what} returned a Probe for {p.backend!r}")
+    systems = getattr(backend, "systems", None)  # the operating systems its runtime ships for
+    if p.available and isinstance(systems, tuple) and systems and host.system not in systems:
+        from hwbackends._base.record import replace
+
+        return replace(
+            p,
+            software_ready=False,
+            reason=f"{meta.name} hardware found"
+            + (f" ({p.evidence[0]})" if p.evidence else "")
+            + f", but its runtime has no build for {host.system} (it runs on "
+            f"{', '.join(systems)})",
+            hint=None,
+        )
     return p
 
 
@@ -192,7 +205,7 @@ def preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -
     """The installed names of HWBACKENDS_BACKEND, in its order. A name that is not installed
     is refused when it is the only one, or a typo; a known plugin missing on this machine is
     passed over (a cluster-wide setting names plugins some machines lack)."""
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
+    from hwbackends._discovery.catalog import KNOWN_PLUGINS, not_installed_fix
 
     known = {k.backend for k in KNOWN_PLUGINS}
     out = tuple(n for n in settings.preferred if n in by_name)
@@ -212,9 +225,9 @@ def preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -
                 if len(settings.preferred) > 1
                 else ""
             ),
-            f"install hwbackends-{name}, or unset HWBACKENDS_BACKEND"
+            not_installed_fix(name, by_name, "unset HWBACKENDS_BACKEND")
             if len(settings.preferred) == 1
-            else f"install hwbackends-{name}, or remove {name!r} from HWBACKENDS_BACKEND",
+            else not_installed_fix(name, by_name, f"remove {name!r} from HWBACKENDS_BACKEND"),
         )
     return out
 

@@ -37,7 +37,7 @@ from hwbackends._base.settings import (
     warn_once,
 )
 from hwbackends._discovery import loading
-from hwbackends._discovery.catalog import check_listed_names
+from hwbackends._discovery.catalog import check_listed_names, not_installed_fix
 from hwbackends._discovery.loading import (
     Broken,
     Meta,
@@ -68,6 +68,8 @@ from hwbackends._selection.report import (
     SelectionReport,
     _replace_state,
     _unserved_hardware,
+    hidden_backend,
+    unusable_why,
 )
 
 TYPE_CHECKING = False
@@ -181,11 +183,17 @@ class Registry(Plugins):
         ``HWBACKENDS_*`` of ``os.environ``) and ``replaces`` pick, else a clash error."""
         key = name.strip().lower()
         specs = [s for s in self.specs if s.name == key]
+        if not key:
+            raise BackendNotFoundError(
+                f"backend name {name!r} is empty",
+                f"one of {', '.join(self.names())}",
+                "pass a backend's name, or use hwbackends.current() for the selected one",
+            )
         if not specs:
             raise BackendNotFoundError(
                 f"no backend named {name!r} is installed{close_matches(key, self.names())}",
                 f"one of {', '.join(self.names())}",
-                f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
+                not_installed_fix(key, self.names(), "pick an installed name"),
             )
         spec = specs[0]  # a plugin claiming a built-in name is reported; the built-in stands
         if len(specs) > 1 and not spec.value.startswith("hwbackends._"):
@@ -321,6 +329,7 @@ class Registry(Plugins):
         chosen: Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
+        hidden: list[dict[str, Any]] = []  # backends whose every device visibility hides
         passed_over: list[str] = []  # ready backends that could not be used after all
         for backend, _probe_result, c in ready:
             t0 = time.perf_counter()
@@ -340,21 +349,15 @@ class Registry(Plugins):
             if not devices and c.name != "cpu":
                 old = statuses[c.name]
                 shown = visible_vars(env, vis_report)
-                if shown:
-                    why = (
-                        f"{c.name} hardware is present, but the visibility variables "
-                        f"hide every device from this process ({shown})"
-                    )
-                else:
-                    why = (
-                        f"{c.name} hardware evidence was found ({old.reason}), but no "
-                        "device could be enumerated from the host's PCI devices"
-                    )
+                gone = shown and hidden_backend(c.name, backend, env, host, vis_report, limit)
+                if gone:  # the engine's reasons and the fix go with the report
+                    hidden.append(gone)
+                why, warning = unusable_why(c.name, old.reason, shown, gone or None)
                 statuses[c.name] = status_of(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
-                warnings.append(f"{why}; this process cannot use it")
-                if vis_report is not None:  # why the variables hid them (a repeat, a typo)
+                warnings.append(warning)
+                if vis_report is not None and not gone:
                     warnings.extend(vis_report[0].warnings)
                 passed_over.append(c.name)
                 continue
@@ -433,8 +436,13 @@ class Registry(Plugins):
             rep, declared = vis_report
             for k in declared:
                 env_read[k] = env.get(k)
-            vis = rep.to_dict()
-            warnings.extend(rep.warnings)
+            # cpu declares no variable: its "every device is visible" would contradict the
+            # hidden backend's reasons, which are the answer
+            vis = rep.to_dict() if declared or not hidden else None
+            warnings.extend(w for w in rep.warnings if not hidden or declared)
+        for gone in hidden:
+            for k in gone["variables"]:
+                env_read[k] = env.get(k)
         return SelectionReport(
             chosen=chosen.name,
             # a backend whose device string depends on the software stack (neuron/xla)
@@ -451,6 +459,7 @@ class Registry(Plugins):
             host=host,
             visibility=vis,
             debug=settings.debug,
+            hidden=tuple(hidden),
         )
 
 
@@ -517,6 +526,17 @@ def resolve_inputs(
     env: Mapping[str, str] | None, host: Host | None
 ) -> tuple[Mapping[str, str], Host, Settings]:
     """The environment, host and settings a call works with (see ``current``)."""
+    if host is not None and not isinstance(host, Host):
+        from hwbackends._base.errors import HostFileError
+
+        shown = repr(host) if isinstance(host, (str, os.PathLike)) else type(host).__name__
+        raise HostFileError(
+            f"host={shown} is not a Host",
+            "a hwbackends.Host (or None for this machine)",
+            f"pass host=Host.from_file({shown})"
+            if isinstance(host, (str, os.PathLike))
+            else "build one with Host.from_file(path) or Host.from_dict(data)",
+        )
     settings = Settings.from_env(os.environ if env is None else env)
     if host is None:
         host = (

@@ -93,6 +93,10 @@ class SelectionReport:
     host: Host
     visibility: Mapping[str, Any] | None = None
     debug: bool = False
+    #: Backends with hardware whose every device the visibility variables hide: for each,
+    #: ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
+    #: ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``.
+    hidden: tuple[Mapping[str, Any], ...] = ()
 
     def status(self, name: str) -> BackendStatus:
         for c in self.candidates:
@@ -118,6 +122,7 @@ class SelectionReport:
             "timings_ms": {k: round(v, 3) for k, v in self.timings_ms.items()},
             "discovery": self.discovery,
             "visibility": dict(self.visibility) if self.visibility is not None else None,
+            "hidden": [dict(h) for h in self.hidden],
             "host": {
                 "source": h.source,
                 "system": h.system,
@@ -163,12 +168,14 @@ def _unserved_hardware(
             named.setdefault(d.name, []).append(d)
     for what, devs in named.items():
         d = devs[0]
-        vid = str(d.extra.get("pci_vendor_id", "?")).removeprefix("0x")
-        did = (d.pci_device_id or "?").removeprefix("0x")
+        ids = ":".join(
+            str(x).removeprefix("0x") for x in (d.extra.get("pci_vendor_id"), d.pci_device_id) if x
+        )
+        at = ", ".join(x.pci_bus_id for x in devs if x.pci_bus_id)
+        place = " ".join(p for p in (f"PCI {ids}" if ids else "", f"at {at}" if at else "") if p)
         out.append(
-            f"{len(devs)} {what} (PCI {vid}:{did} at "
-            f"{', '.join(x.pci_bus_id or '?' for x in devs)}): no hwbackends plugin exists for "
-            "this hardware, so no backend can use it"
+            f"{len(devs)} {what}" + (f" ({place})" if place else "") + ": no hwbackends plugin "
+            "exists for this hardware, so no backend can use it"
         )
     for d in host.devices:
         if d.vendor in claimed or d.vendor in seen or d.extra.get("known_function"):
@@ -178,10 +185,13 @@ def _unserved_hardware(
             x for x in host.devices if x.vendor == d.vendor and not x.extra.get("known_function")
         ]
         n = len(same)
-        where = ", ".join(x.pci_bus_id or "?" for x in same)
+        buses = [x.pci_bus_id for x in same if x.pci_bus_id]
+        # what is known, and nothing for what is not (no "?" a reader must decode)
+        where = ", ".join(buses) or "no PCI address given"
         k = known_for(d.vendor)
         if k is None:
-            pid = f"{d.extra.get('pci_vendor_id', d.vendor)}:{d.pci_device_id or '?'}"
+            pid = str(d.extra.get("pci_vendor_id", d.vendor))
+            pid += f":{d.pci_device_id}" if d.pci_device_id else ""
             # names from the machine's PCI ID database, where the reader found one
             maker = d.extra.get("pci_vendor_name")
             model = d.extra.get("pci_device_name")
@@ -192,8 +202,9 @@ def _unserved_hardware(
                 what += f" ({model})"
             whose = f"{maker}'s" if isinstance(maker, str) and maker else "the vendor's"
             out.append(
-                f"{n} {what} that no installed backend claims (PCI {pid} at {where}). "
-                f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
+                f"{n} {what} that no installed backend claims (PCI {pid}"
+                + (f" at {where}). " if buses else "). ")
+                + f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
                 "installed ones"
             )
             continue
@@ -229,3 +240,81 @@ def _unserved_hardware(
             f"Fix: {cmd} ({which})"
         )
     return out
+
+
+def hidden_backend(
+    name: str,
+    backend: Any,
+    env: Mapping[str, str],
+    host: Host,
+    vis_report: tuple[Any, tuple[str, ...]],
+    limit: float | None,
+) -> dict[str, Any]:
+    """Why visibility hides every device of a backend with hardware, entry by entry, and the
+    fix: the engine's steps from the first set variable on, its warnings, and how many
+    devices the same process would see with the variables unset."""
+    from hwbackends._base.errors import VisibilityError
+    from hwbackends._discovery.loading import Broken, guarded
+    from hwbackends._visibility.explain import explain_visibility
+
+    rep, declared = vis_report
+    set_vars = {k: env[k] for k in declared if k in env}
+    steps = [str(x) for x in rep.steps]
+    start = next(
+        (i for i, x in enumerate(steps) if any(x.startswith(f"{k}=") for k in set_vars)),
+        len(steps),
+    )
+    reasons = [
+        x
+        for x in steps[start:]
+        if not any(x.startswith((f"{k}=", f"{k} is unset.")) for k in declared)
+    ]
+    reasons += [str(w) for w in rep.warnings if str(w) not in reasons]
+    bare = {k: v for k, v in env.items() if k not in set_vars}
+    try:
+        total = len(
+            guarded(
+                f"the {name} visibility rule",
+                lambda: explain_visibility(backend, bare, host),
+                passthrough=(VisibilityError,),
+                timeout=limit,
+            ).units
+        )
+    except (Broken, VisibilityError):
+        total = 0
+    names = " and ".join(set_vars)
+    pick = f"0 to {total - 1}" if total > 2 else " and ".join(map(str, range(total)))
+    example, what = ("0,1", "devices 0 and 1") if total > 1 else ("0", "device 0")
+    fix = (
+        f"unset {names} to see all {total} {name} device(s), or select physical indices "
+        f"{pick} (`hwbackends pin {example}` prints the setting for {what})"
+        if total
+        else f"unset {names}"
+    )
+    return {
+        "backend": name,
+        "variables": set_vars,
+        "reasons": reasons or steps,
+        "steps": steps,
+        "physical_devices": total,
+        "fix": fix,
+    }
+
+
+def unusable_why(
+    name: str, probe_reason: str, shown: str, gone: Mapping[str, Any] | None
+) -> tuple[str, str]:
+    """``(reason, warning)`` for a ready backend that shows this process no device: hidden by
+    the visibility variables (``gone``, from ``hidden_backend``: the engine's reasons and the
+    fix), or found without a device to enumerate."""
+    if gone is not None:
+        why = (
+            f"{name} hardware is present, but the visibility variables hide every device from "
+            f"this process ({shown}): " + "; ".join(r.rstrip(".") for r in gone["reasons"])
+        )
+        return why, f"{why}. Fix: {gone['fix']}"
+    why = (
+        f"{name} hardware evidence was found ({probe_reason}), but no device could be "
+        "enumerated from the host's PCI devices"
+    )
+    return why, f"{why}; this process cannot use it"

@@ -2,14 +2,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
-from hwbackends._base.errors import BackendUnavailableError, HwBackendsError
+from hwbackends._base.errors import BackendUnavailableError, HwBackendsError, RankError
 from hwbackends._base.protocol import Backend, Capabilities, Device, Probe
 from hwbackends._base.record import frozen
 from hwbackends._machine.host import Host
 
-__all__ = ["DEFAULT_BACKEND_FIX", "Target", "resolve_target", "torch_fix"]
+__all__ = [
+    "DEFAULT_BACKEND_FIX",
+    "LocalRank",
+    "RankError",
+    "Target",
+    "resolve_target",
+    "torch_fix",
+]
+
+
+@frozen
+class LocalRank:
+    """This process's rank on its node under a launcher, and where it was read.
+
+    ``source`` is what the user can look up (``LOCAL_RANK=5``, ``SLURM_LOCALID=3``);
+    ``launcher`` is ``detect_launch``'s name for the launcher (``torchrun``, ``slurm``, ``mpi``,
+    ...); ``bound`` says the launcher gave each task its own devices (``srun --gpus-per-task``),
+    so the first visible device is this task's whatever its local rank.
+    """
+
+    index: int
+    source: str
+    launcher: str = "torchrun"
+    bound: str = ""  # the variable that says the launcher bound the devices per task
+
 
 #: The fix for a named backend that cannot run here and whose probe offers none, worded for
 #: Python callers; the CLI (`--backend`) recognises it and gives its own instead.
@@ -25,6 +49,7 @@ class Target:
     device: Device | None
     caps: Capabilities
     backend_name: str = ""  # read once: a plugin's name property is not asked again
+    rank: LocalRank | None = None  # the launcher's local rank the device was chosen by
 
     @property
     def name(self) -> str:
@@ -37,11 +62,15 @@ def resolve_target(
     *,
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
+    rank_of: Callable[[Mapping[str, str]], LocalRank | None] | None = None,
 ) -> Target:
     """Resolve the backend (chosen or named), its visible devices, and the device to use.
 
-    ``device`` may be a ``Device``, a logical index, or None for the process's device:
-    ``LOCAL_RANK`` under a launcher, else the first visible device.
+    ``device`` may be a ``Device``, a logical index, or None for the process's device: the
+    one of this process's local rank when ``rank_of`` (which reads the launcher's variables
+    from the environment) finds one, else the first visible device. A local rank at or
+    beyond the number of visible devices is a ``RankError``: it never falls back to device 0,
+    where every rank without a device would pile up.
     """
     from hwbackends._selection.registry import (
         _default_registry,
@@ -72,6 +101,7 @@ def resolve_target(
         name = str(getattr(backend, "name", type(backend).__name__))
     devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
     dev: Device | None
+    rank: LocalRank | None = None
     if isinstance(device, Device):
         dev = device
     elif isinstance(device, int) and not isinstance(device, bool):
@@ -84,9 +114,11 @@ def resolve_target(
             )
         dev = devices[device]
     elif device is None:
-        rank = _local_rank(e)
-        if devices and rank is not None and rank < len(devices) and name != "cpu":
-            dev = devices[rank]
+        # on cpu every rank shares the one device, as torch does: no rank is read
+        found = rank_of(e) if rank_of is not None and devices and name != "cpu" else None
+        if found is not None:
+            rank = found
+            dev = devices[0] if found.bound else _rank_device(found, devices, name, b, e)
         else:
             dev = devices[0] if devices else None
     else:
@@ -96,15 +128,61 @@ def resolve_target(
         )
     caps = plugin_call(name, "capabilities", lambda: b.capabilities(dev, host=h), Capabilities)
     return Target(
-        backend=b, host=h, env=e, devices=devices, device=dev, caps=caps, backend_name=name
+        backend=b,
+        host=h,
+        env=e,
+        devices=devices,
+        device=dev,
+        caps=caps,
+        backend_name=name,
+        rank=rank,
     )
 
 
-def _local_rank(env: Mapping[str, str]) -> int | None:
-    v = env.get("LOCAL_RANK")
-    if v is not None and v.strip().isdigit():
-        return int(v)
-    return None
+#: How each launcher is told the number of processes per node, for the fix of a RankError.
+_NPROC_OPTION = {
+    "torchrun": "torchrun --nproc-per-node {n} (accelerate launch --num_processes {n})",
+    "slurm": "srun --ntasks-per-node={n}",
+    "mpi": "mpirun -npernode {n} (Open MPI) or mpiexec -ppn {n} (MPICH)",
+    "lsf": "jsrun --rs_per_host {n}",
+}
+
+
+def _rank_device(
+    rank: LocalRank, devices: tuple[Device, ...], name: str, b: Backend, env: Mapping[str, str]
+) -> Device:
+    """The device of local rank ``rank``, or a ``RankError`` naming the rank, the count and
+    the fix: a rank past the visible devices has none, and device 0 would be shared."""
+    if rank.index < len(devices):
+        return devices[rank.index]
+    n = len(devices)
+    shown = ", ".join(d.torch_device for d in devices)
+    set_vars = _set_visibility(b, env)
+    under = f" under {', '.join(f'{k}={v!r}' for k, v in set_vars)}" if set_vars else ""
+    option = _NPROC_OPTION.get(rank.launcher, "{n} processes per node").format(n=n)
+    more = (
+        f", or list more devices in {' / '.join(k for k, _ in set_vars)} "
+        "(`hwbackends devices` shows the physical indices)"
+        if set_vars
+        else ""
+    )
+    raise RankError(
+        f"local rank {rank.index} ({rank.source}) has no {name} device: this process sees "
+        f"{n} ({shown}){under}, so ranks {n} and above would all share {devices[0].torch_device}",
+        f"a local rank from 0 to {n - 1}: one process per visible device",
+        f"start at most {n} process(es) per node: {option}{more}",
+    )
+
+
+def _set_visibility(b: Backend, env: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The backend's visibility variables that are set, in its declaration's order."""
+    from hwbackends._visibility.explain import rule_of
+
+    try:  # a broken declaration is reported by selection; the error here stays about ranks
+        names = [v for v in rule_of(b).variables if isinstance(v, str)]
+    except Exception:
+        return []
+    return [(k, env[k]) for k in names if k in env]
 
 
 def torch_fix(backend: Backend, host: Host) -> str:

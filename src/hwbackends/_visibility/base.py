@@ -211,10 +211,20 @@ class Trace:
             backend=self.backend,
             variables=MappingProxyType(dict(self.variables)),
             units=tuple(units),
-            steps=tuple(self.steps),
-            warnings=tuple(self.warnings),
+            steps=tuple(cite(x) for x in self.steps),
+            warnings=tuple(cite(x) for x in self.warnings),
             uncertain=self.uncertain,
         )
+
+
+#: The page the readers' "spec §N" citations point to, named in what users read.
+SPEC_PAGE = "docs/reference/visibility.md"
+
+
+def cite(msg: str) -> str:
+    """A step or warning with its "spec §N" citation naming the page: a user reading
+    ``hwbackends devices`` has no "spec", but has the project's docs."""
+    return msg.replace("spec §", SPEC_PAGE + " §") if "spec §" in msg else msg
 
 
 def show(value: str, limit: int = 120) -> str:

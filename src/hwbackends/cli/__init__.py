@@ -196,7 +196,38 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The commands, as build_parser registers them.
+COMMANDS = ("env", "plugins", "devices", "explain", "pin", "launch-plan", "smoke")
+#: Options of every command that take a value (``--host FILE``): a word after one is its value.
+_VALUED = ("--host", "--root", "--env", "--backend")
+
+
+def _command_first(argv: Sequence[str], commands: Sequence[str]) -> list[str]:
+    """The synopsis ``hwbackends [COMMAND] [--host FILE] [--env KEY=VALUE ...]``: options may
+    come before the command (``hwbackends --host F devices``), and without a command the
+    command is ``env`` (``hwbackends --host F --json``)."""
+    args = list(argv)
+    if not args or args[0] in ("-h", "--help", "--version") or args[0] in commands:
+        return args if args else ["env"]
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        i += 2 if args[i] in _VALUED else 1
+    if i < len(args):  # a command (or a misspelt one, which argparse then names)
+        return [args[i], *args[:i], *args[i + 1 :]]
+    return ["env", *args]
+
+
+def _closed_streams() -> None:
+    """A closed stdout or stderr (``>&-``) is None in Python: write to the null device
+    instead, as if the output had been sent to /dev/null, rather than fail on the first
+    write."""
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _closed_streams()
     prepare_stdout()  # help, usage errors and every report survive an ASCII-only terminal
     import warnings
 
@@ -205,9 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # the report shows these itself (its warnings section); Python's copy would repeat them
     warnings.filterwarnings("ignore", category=HwBackendsWarning)
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        args = parser.parse_args(["env", *(argv or [])])
+    args = parser.parse_args(_command_first(sys.argv[1:] if argv is None else argv, COMMANDS))
     debug = os.environ.get("HWBACKENDS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
     try:
         if getattr(args, "confirm", False) and args.command not in _CONFIRMABLE:

@@ -9,12 +9,21 @@ from hwbackends.cli._inputs import (
     _confirmation,
     _report_env,
     cut_short,
+    install_line,
     misspelled_variables,
     settings_for,
     unknown_archs,
 )
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _View, render_confirmation, render_env, versions_of
+from hwbackends.cli._render import (
+    ROOT_SOURCE,
+    _Style,
+    _View,
+    fit,
+    render_confirmation,
+    render_env,
+    versions_of,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -27,11 +36,13 @@ def cmd_env(args: argparse.Namespace) -> int:
         for w in (*cut_short(report), *misspelled_variables(env), *unknown_archs(report))
         if w not in report.warnings
     ]
+    settings = settings_for(report, env)
+    if settings.get("problem"):  # a rank without a device: the one answer that matters
+        extra.insert(0, settings["problem"])
     if extra:
         from hwbackends._base.record import replace
 
         report = replace(report, warnings=(*report.warnings, *extra))
-    settings = settings_for(report, env)
     conf = _confirmation(args, report, env)
     if args.json:
         from hwbackends._selection.registry import get_from_report
@@ -50,6 +61,7 @@ def cmd_env(args: argparse.Namespace) -> int:
         )
         d["capabilities"] = caps.to_dict()
         d["settings"] = settings
+        d["install"] = install_line(report)
         d["versions"] = versions_of(report.host)
         d["confirmation"] = conf.to_dict() if conf is not None else None
         d["evidence_sources"] = evidence_read(report)
@@ -57,7 +69,12 @@ def cmd_env(args: argparse.Namespace) -> int:
     else:
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))
-        emit(render_env(report, st, report.debug, settings, view))
+        emit(
+            fit(
+                render_env(report, st, report.debug, settings, view, install_line(report)),
+                view.width,
+            )
+        )
         read = evidence_read(report) if view.verbose else None
         if read:
             text = " · ".join(f"{name}: {', '.join(srcs)}" for name, srcs in read.items())
@@ -70,7 +87,10 @@ def cmd_env(args: argparse.Namespace) -> int:
 def evidence_read(report: Any) -> dict[str, list[str]] | None:
     """Backend name -> the sources of evidence the machine reader consulted for it (a real
     machine only; a host file names none)."""
-    if report.host is None or report.host.source != "system":
+    # a real machine: this one, or a tree read under --root
+    if report.host is None or not (
+        report.host.source == "system" or report.host.source.startswith(ROOT_SOURCE)
+    ):
         return None
     from hwbackends._base.guard import PluginFault
     from hwbackends._discovery.loading import installed_backends, meta_of

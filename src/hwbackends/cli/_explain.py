@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _confirmation, _report_env
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _MARK, _Style, render_confirmation
+from hwbackends.cli._render import (
+    _MARK,
+    _Style,
+    _View,
+    fit,
+    hidden_warning,
+    render_confirmation,
+    render_hidden,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -22,33 +30,44 @@ def cmd_explain(args: argparse.Namespace) -> int:
         emit(_json(d))
         return 0 if conf is None or conf.ok else 1
     st = _Style(sys.stdout)
-    lines = [
-        st.bold("Chosen") + f"  {report.chosen} — {report.reason} [rule: {report.rule}]",
-        "",
-        st.bold("Candidates"),
-    ]
+    view = _View(verbose=True)
+    named = (env.get("HWBACKENDS_BACKEND") or "").strip().lower()
+    lines = view.wrap(
+        f"{report.chosen} — {report.reason} [rule: {report.rule}]", st.bold("Chosen") + "  ", "  "
+    )
+    lines += ["", st.bold("Candidates")]
+    w = "      "
     for c in report.candidates:
-        lines.append(
-            f"  {_MARK[c.state]} {c.name} [{c.state}] priority={c.priority} "
-            f"from {c.origin} {c.version} ({c.target}) {c.probe_ms:.2f} ms"
+        lines += view.wrap(
+            f"{_MARK[c.state]} {c.name} [{c.state}] priority={c.priority} "
+            f"from {c.origin} {c.version} ({c.target}) {c.probe_ms:.2f} ms",
+            "  ",
+            w,
         )
         if c.probe:
             lines.append(
-                f"      hardware present: {c.probe.hardware_present}; "
+                f"{w}hardware present: {c.probe.hardware_present}; "
                 f"software ready: {c.probe.software_ready}"
             )
-            lines += [f"      evidence: {e}" for e in c.probe.evidence]
-        lines.append(f"      {c.reason}")
-        if c.probe and c.probe.hint:
-            lines.append(f"      fix: {c.probe.hint}")
+            lines += [x for e in c.probe.evidence for x in view.wrap(f"evidence: {e}", w, w + "  ")]
+        lines += view.wrap(c.reason, w, w)
+        # a fix is worth reading only where the hardware is, or for the backend asked for:
+        # installing nine absent vendors' stacks fixes nothing
+        if c.probe and c.probe.hint and (c.probe.hardware_present or c.name == named):
+            lines += view.wrap(f"fix: {c.probe.hint}", w, w + "  ")
+    if report.hidden:
+        lines += ["", st.bold("Hidden by the visibility variables")]
+        lines += ["  " + x for x in render_hidden(report, st, view)]
     lines += ["", st.bold("Environment read")]
     lines += [f"  {k}={'(unset)' if v is None else repr(v)}" for k, v in report.env_read.items()]
     lines += ["", st.bold("Timings")]
     lines += [f"  {k}: {v:.3f} ms" for k, v in report.timings_ms.items()]
     lines.append(f"  discovery method: {report.discovery}")
-    if report.warnings:
-        lines += ["", st.bold("Warnings"), *[f"  ! {w}" for w in report.warnings]]
+    shown = [x for x in report.warnings if not hidden_warning(report, x)]
+    if shown:
+        lines += ["", st.bold("Warnings")]
+        lines += [y for x in shown for y in view.wrap(x, "  ! ", "    ")]
     if conf is not None:
         lines += ["", *render_confirmation(conf, st)]
-    emit("\n".join(lines))
+    emit(fit("\n".join(lines), view.width))
     return 0 if conf is None or conf.ok else 1

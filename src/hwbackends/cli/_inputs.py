@@ -37,6 +37,15 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     overrides = parse_env_overrides(args.env or [])
     # --host '' is a mistake to report, not a request for the real machine
     host_file = args.host if args.host is not None else os.environ.get("HWBACKENDS_HOST") or None
+    from_env = os.environ.get("HWBACKENDS_HOST") or None
+    if args.host is not None and from_env is not None and from_env != args.host:
+        import sys
+
+        print(
+            f"hwbackends: note: --host {args.host} is used; HWBACKENDS_HOST={from_env} is "
+            "ignored (the option wins over the variable)",
+            file=sys.stderr,
+        )
     root = getattr(args, "root", None)
     if root is not None and host_file:
         raise UsageError(
@@ -66,7 +75,13 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
         base.update({k: v for k, v in os.environ.items() if k.startswith("HWBACKENDS_")})
         base.pop("HWBACKENDS_HOST", None)
     base.update(overrides)
-    if args.backend:
+    if root is not None and os.path.realpath(root) != os.path.realpath("/"):
+        from hwbackends._base.record import replace
+        from hwbackends.cli._render import ROOT_SOURCE
+
+        # another tree, not this machine: reports say so, and --confirm cannot check it
+        host = replace(host, source=ROOT_SOURCE + root)
+    if args.backend is not None:
         _check_backend_option(args.backend)
         base["HWBACKENDS_BACKEND"] = args.backend
     return base, host
@@ -79,6 +94,12 @@ def _check_backend_option(name: str) -> None:
     from hwbackends._selection.registry import installed_names
 
     names = installed_names()
+    if not name.strip():
+        raise UsageError(
+            f"--backend {name!r} is empty",
+            f"one of {', '.join(names)}",
+            "name a backend, or leave --backend out to use the selected one",
+        )
     if name.strip().lower() in names:
         return
     near = difflib.get_close_matches(name.strip().lower(), names, n=3, cutoff=0.5)
@@ -195,14 +216,79 @@ def _report_env(args: argparse.Namespace) -> tuple[SelectionReport, dict[str, st
 
 def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]:
     """The recommended from_pretrained / TrainingArguments settings, without importing torch."""
-    from hwbackends._selection.target import resolve_target
+    from hwbackends._integrations.rank import process_rank
+    from hwbackends._selection.target import RankError, resolve_target
     from hwbackends.accelerate import plan_training
     from hwbackends.transformers import plan_for_target
 
-    target = resolve_target(report.chosen, env=env, host=report.host)
+    try:
+        target = resolve_target(report.chosen, env=env, host=report.host, rank_of=process_rank)
+    except RankError as exc:  # no settings are right for this process: say why instead
+        return {
+            "from_pretrained": None,
+            "training_arguments": None,
+            "error": {"what": exc.what, "expected": exc.expected, "fix": exc.fix},
+            "problem": str(exc),
+        }
     pre = plan_for_target(target, torch_objects=False)
     train = plan_training(backend=report.chosen, env=env, host=report.host)
     return {"from_pretrained": pre.to_dict(), "training_arguments": train.to_dict()}
+
+
+def install_line(report: SelectionReport) -> dict[str, Any]:
+    """The one command that adds Transformers, Accelerate and kernels with the torch build for
+    this machine: the core's ``[transformers]`` extra, the plugin of the hardware found, and
+    the torch wheel index of that hardware (``--extra-index-url``, so PyPI still serves the
+    rest and pip takes the index's build, the higher local version).
+
+    The hardware is the chosen backend's, else that of a backend whose hardware is present
+    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU."""
+    import shlex
+
+    from hwbackends._base.versions import TORCH_INDEXES
+    from hwbackends._discovery.catalog import core_checkout, install_command
+    from hwbackends._selection.registry import get
+
+    target = next(
+        (c for c in report.candidates if c.name == report.chosen and c.name != "cpu"),
+        next(
+            (
+                c
+                for c in report.candidates
+                if c.probe is not None and c.probe.hardware_present and c.name != "cpu"
+                and c.state in ("unavailable", "available")
+            ),
+            None,
+        ),
+    )  # fmt: skip
+    checkout = core_checkout()
+    if checkout is not None and os.path.realpath(checkout) == os.path.realpath(os.getcwd()):
+        checkout = "."  # run from the checkout: the short form the README gives
+    core = f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]"
+    words = ["pip", "install", shlex.quote(core)]
+    flavour: str | None = "cpu"
+    name = "cpu"
+    hint = ""
+    if target is not None:
+        name = target.name
+        words += install_command(target.origin, checkout)[0].split()[2:]
+        try:
+            b = get(target.name)
+            flavour = getattr(b, "torch_flavour", None)
+            hint = str(getattr(b, "install_hint", "") or "")
+        except Exception:  # a broken plugin: its own line in the report says so
+            flavour = None
+    index = TORCH_INDEXES.get(flavour or "")
+    if index:
+        words += ["--extra-index-url", index]
+    return {
+        "backend": name,
+        "command": " ".join(words),
+        "torch_index": index,
+        # a vendor stack without a PyTorch wheel index (Neuron, Gaudi, Ascend...): its own
+        # install step, from the plugin
+        "then": None if index else (hint or None),
+    }
 
 
 def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[str, str]) -> Any:

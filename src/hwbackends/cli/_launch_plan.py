@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _inputs
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _table
+from hwbackends.cli._render import _Style, _table, _View, fit
 
 if TYPE_CHECKING:
     import argparse
@@ -34,25 +34,29 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
         scheduler="slurm" if args.scheduler else None,
     )
     if args.json:
-        print(
+        emit(
             _json(
                 {"schema_version": JSON_SCHEMA_VERSION, "command": "launch-plan", **plan.to_dict()}
             )
         )
         return 0
     if args.scheduler is not None:  # the script alone on stdout, so it can be redirected
-        print(plan.sbatch if args.scheduler == "slurm" else plan.sbatch_torchrun, end="")
+        emit((plan.sbatch if args.scheduler == "slurm" else plan.sbatch_torchrun).rstrip("\n"))
+        for w in plan.warnings:
+            print(f"hwbackends: warning: {w}", file=sys.stderr)
         for p in plan.problems:
             print(f"hwbackends: problem: {p}", file=sys.stderr)
         return 1 if plan.problems else 0
     st = _Style(sys.stdout)
-    lines = [
-        st.bold("Launch plan") + f"  {plan.backend} · collective {plan.collective} · "
-        f"{plan.nnodes} node(s) × {plan.nproc_per_node} process(es) = world size "
-        f"{plan.world_size} · this is node {plan.node_rank}",
-        "",
-        st.bold("Per local rank"),
-    ]
+    view = _View(verbose=True)
+    lines = view.wrap(
+        f"{plan.backend} · collective {plan.collective} · {plan.nnodes} node(s) × "
+        f"{plan.nproc_per_node} process(es) = world size {plan.world_size} · this is node "
+        f"{plan.node_rank}",
+        st.bold("Launch plan") + "  ",
+        "  ",
+    )
+    lines += ["", st.bold("Per local rank")]
     rows = [
         [
             f"LOCAL_RANK={r.local_rank}",
@@ -62,25 +66,57 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
         ]
         for r in plan.ranks
     ]
-    lines += _table(rows)
+    lines += _table(rows, view=view)
     if plan.node_env or plan.node_unset:
         import shlex
 
         shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.node_env.items())
-        lines.append(
-            f"  node environment: {shown}"
-            + (f" (unset {', '.join(plan.node_unset)})" if plan.node_unset else "")
+        lines += view.wrap(
+            f"node environment: {shown}"
+            + (f" (unset {', '.join(plan.node_unset)})" if plan.node_unset else ""),
+            "  ",
+            "    ",
         )
-    lines += [
-        "",
-        st.bold("torchrun"),
-        f"  {plan.torchrun}",
-        "",
-        st.bold("accelerate launch"),
-        f"  {plan.accelerate}",
-    ]
+    # commands wrap at spaces with a shell continuation, so they still paste and run
+    lines += ["", st.bold("torchrun"), *_command(plan.torchrun, view)]
+    lines += ["", st.bold("accelerate launch"), *_command(plan.accelerate, view)]
+    if plan.warnings:
+        lines += ["", st.yellow(st.bold("Warnings"))]
+        lines += [st.yellow(x) for w in plan.warnings for x in view.wrap(w, "  ! ", "    ")]
     if plan.problems:
         lines += ["", st.yellow(st.bold("Problems"))]
-        lines += [st.yellow(f"  ! {p}") for p in plan.problems]
-    emit("\n".join(lines))
+        lines += [st.yellow(x) for p in plan.problems for x in view.wrap(p, "  ! ", "    ")]
+    emit(fit("\n".join(lines), view.width))
     return 1 if plan.problems else 0
+
+
+def _command(cmd: str, view: _View) -> list[str]:
+    """A shell command wrapped to the width with `` \\`` continuations (never inside a
+    word, so a quoted argument with spaces may stay long)."""
+    import shlex
+
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        return [f"  {cmd}"]
+    if len(cmd) + 2 <= view.width or not words:
+        return [f"  {cmd}"]
+    out: list[str] = []
+    line = " "
+    for w in map(_word, words):
+        if len(line) + 1 + len(w) + 2 > view.width and line.strip():
+            out.append(line + " \\")
+            line = "     "
+        line += " " + w
+    out.append(line)
+    return out
+
+
+def _word(x: str) -> str:
+    """One shell word as it was written: ``K=V`` keeps its name bare and quotes the value."""
+    import shlex
+
+    key, sep, value = x.partition("=")
+    if sep and key.isidentifier():
+        return f"{key}={shlex.quote(value)}"
+    return shlex.quote(x)

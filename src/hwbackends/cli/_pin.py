@@ -19,6 +19,15 @@ def cmd_pin(args: argparse.Namespace) -> int:
     indices = parse_indices(args.indices)
     report, env = _report_env(args)
     backend = get_from_report(report)
+    name = report.chosen
+    if name == "cpu" and report.hidden and not args.backend:
+        # the devices to pin are the hidden backend's: its variables are what needs setting
+        from hwbackends._selection.registry import get
+
+        name = str(report.hidden[0]["backend"])
+        backend = get(name)
+    elif name == "cpu":
+        return _pin_cpu(args, indices)
     # the indices are the ones `hwbackends devices` shows under this environment
     from hwbackends._base.errors import VisibilityError
     from hwbackends._selection.registry import plugin_call
@@ -26,7 +35,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
 
     try:
         assignment = plugin_call(
-            report.chosen,
+            name,
             "visibility_env",
             lambda: backend.visibility_env(indices, host=report.host, env=env),
             dict,
@@ -68,7 +77,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
                 {
                     "schema_version": JSON_SCHEMA_VERSION,
                     "command": "pin",
-                    "backend": backend.name,
+                    "backend": name,
                     "physical": indices,
                     "set": assignment,
                     "unset": unset,
@@ -79,4 +88,30 @@ def cmd_pin(args: argparse.Namespace) -> int:
     words = [f"{k}={shlex.quote(v)}" for k, v in assignment.items()]
     prefix = f"env {' '.join('-u ' + shlex.quote(k) for k in unset)} " if unset else ""
     emit(prefix + " ".join(words))
+    return 0
+
+
+def _pin_cpu(args: argparse.Namespace, indices: list[int]) -> int:
+    """The cpu backend's one device, ``cpu → 0`` in ``hwbackends devices``, needs no variable."""
+    if indices != [0]:
+        raise UsageError(
+            f"pin {args.indices!r} names a device the cpu backend does not have",
+            "0, the one cpu device (`hwbackends devices` lists it as cpu → 0)",
+            "run `hwbackends pin 0`, or use a host with accelerators",
+        )
+    if args.json:
+        emit(
+            _json(
+                {
+                    "schema_version": JSON_SCHEMA_VERSION,
+                    "command": "pin",
+                    "backend": "cpu",
+                    "physical": indices,
+                    "set": {},
+                    "unset": [],
+                }
+            )
+        )
+        return 0
+    emit("# the cpu backend reads no visibility variable: its device 0 is always visible")
     return 0

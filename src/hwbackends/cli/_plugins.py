@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _report
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, render_backends
+from hwbackends.cli._render import _Style, fit, render_backends
 
 if TYPE_CHECKING:
     import argparse
@@ -40,7 +40,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
             )
         )
     else:
-        emit("\n".join(render_backends(report, _Style(sys.stdout), report.debug)))
+        emit(fit("\n".join(render_backends(report, _Style(sys.stdout), report.debug))))
     if args.check and report.broken:
         names = ", ".join(f"{b.name} ({b.source})" for b in report.broken)
         print(f"hwbackends: broken plugin(s): {names}", file=sys.stderr)

@@ -22,6 +22,11 @@ def _call(name: str, kwargs: dict[str, Any]) -> str:
 def render_settings(settings: dict[str, Any], st: _Style, view: _View) -> list[str]:
     pre, train = settings["from_pretrained"], settings["training_arguments"]
     lines = [st.bold("Recommended settings")]
+    if pre is None or train is None:  # no setting is right for this process: say why
+        what = settings["error"]["what"].partition(":")[0]
+        return lines + [
+            st.red(x) for x in view.wrap(f"none for this process: {what} (see Warnings)", "  ")
+        ]
     for call, plan in (("from_pretrained", pre), ("TrainingArguments", train)):
         lines += view.wrap(_call(call, plan["kwargs"]), "  ", "      ")
         for k, why in plan["reasons"].items():
@@ -86,8 +91,8 @@ class _View:
         import shutil
 
         self.verbose = verbose
-        # COLUMNS wins, then the terminal; a pipe or file gets 100 columns
-        self.width = max(40, width or shutil.get_terminal_size((100, 24)).columns)
+        # COLUMNS wins, then the terminal; a pipe or file gets 80 columns
+        self.width = max(20, width or shutil.get_terminal_size((80, 24)).columns)
 
     def wrap(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
         import textwrap
@@ -119,6 +124,31 @@ class _View:
         if cut > 0:
             text = text[:cut].rstrip(" :;,(")
         return text
+
+
+def fit(text: str, width: int | None = None) -> str:
+    """Every line of a text report within ``width`` columns (the terminal's, COLUMNS, else
+    80): a longer line breaks at spaces and continues indented under itself. A single word
+    longer than the width (a URL, a path) is kept whole: a broken one could not be copied."""
+    import textwrap
+
+    width = width or _View().width
+    out: list[str] = []
+    for line in text.split("\n"):
+        if len(line) <= width or not line.strip():
+            out.append(line)
+            continue
+        lead = line[: len(line) - len(line.lstrip())]
+        rest = lead + "    " if len(lead) + 4 < width // 2 else lead
+        out += textwrap.wrap(
+            line.strip(),
+            width,
+            initial_indent=lead,
+            subsequent_indent=rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [line]
+    return "\n".join(out)
 
 
 def _table(rows: list[list[str]], indent: str = "  ", view: _View | None = None) -> list[str]:
@@ -163,17 +193,43 @@ def versions_of(host: Host) -> dict[str, Any]:
     }
 
 
+#: The source of a machine read under ``--root DIR``: that tree, not the machine running this.
+ROOT_SOURCE = "root "
+
+
+def build_name(h: Host) -> str:
+    """The torch build in words: its runtime (``cuda``, ``rocm``, ``xpu``), else the label of
+    a vendor's own build (``2.6.0+hpu.synapse.v1.21.0`` is Intel Gaudi's ``hpu`` build), else
+    ``cpu``."""
+    import re
+
+    if h.torch is None:
+        return "no"
+    flavour = h.torch.flavour
+    local = h.torch.version.partition("+")[2]
+    m = re.match(r"[a-z]+", local)
+    if flavour == "cpu" and m and m.group(0) != "cpu":
+        return m.group(0)
+    return flavour
+
+
 def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     h = report.host
     v = versions_of(h)
-    src = "this machine" if h.source == "system" else f"simulated from {h.source}"
-    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({h.cpu.count} cores)"]
+    if h.source.startswith(ROOT_SOURCE):
+        src = f"read from the tree at {h.source.removeprefix(ROOT_SOURCE)} (--root)"
+    elif h.source != "system":
+        src = f"simulated from {h.source}"
+    else:
+        src = "this machine"
+    cores = f"{h.cpu.count} core{'' if h.cpu.count == 1 else 's'}"
+    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({cores})"]
     if v["memory_bytes"]:
         machine.append(f"{_memory(v['memory_bytes'])} RAM")
     machine.append(src)
     lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
     soft = [f"Python {v['python'] or 'unknown'}"]
-    soft.append(f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "no torch")
+    soft.append(f"torch {h.torch.version} ({build_name(h)} build)" if h.torch else "no torch")
     soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items()) if ver]
     present = [f"{k} {ver}" for k, ver in v["packages"].items() if ver]
     # DeepSpeed is optional everywhere: named only when present, as the peers do
@@ -188,9 +244,19 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
         # Identical devices on one line each kind; the per-device table is in --verbose and
         # the devices this process sees are listed below.
         groups: dict[tuple[str, str, str, str, str], int] = {}
+        # the chosen backend's names for its devices, so this line and the device rows
+        # below agree (a host file may name a device only by its PCI id)
+        used = {x.pci_bus_id: x for x in report.devices if x.pci_bus_id}
+        served = {d.vendor for d in h.devices if d.pci_bus_id in used}
         for d in h.devices:
-            name = d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed")
-            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes), _found_by(d))
+            mine = used.get(d.pci_bus_id or "")
+            name = (mine.name if mine else None) or d.name
+            arch = (mine.arch if mine else None) or d.arch or ""
+            if not name:
+                name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
+                if d.vendor in served:  # a function beside the accelerators (a bridge...)
+                    arch = f"not used by the {report.chosen} backend"
+            key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
             groups[key] = groups.get(key, 0) + 1
         label = st.bold("Hardware") + "  "
         for (name, vendor, arch, mem, found), n in groups.items():
@@ -293,6 +359,32 @@ def render_devices(report: SelectionReport, st: _Style, view: _View | None = Non
         lines += [st.dim(x) for x in view.wrap(f"variables: {shown}", "  ", "    ")]
     elif "note" in vis:
         lines += [st.dim(x) for x in view.wrap(str(vis["note"]), "  ", "    ")]
+    return lines
+
+
+def hidden_warning(report: SelectionReport, warning: str) -> bool:
+    """Whether ``warning`` is the one-line form of a hidden backend that ``render_hidden``
+    already shows in full."""
+    return any(
+        warning.startswith(f"{h['backend']} hardware is present, but the visibility variables")
+        for h in report.hidden
+    )
+
+
+def render_hidden(report: SelectionReport, st: _Style, view: _View) -> list[str]:
+    """Each backend with hardware whose every device the visibility variables hide: the
+    variables, the engine's reason for each entry, and the fix."""
+    lines: list[str] = []
+    for h in report.hidden:
+        shown = ", ".join(f"{k}={v!r}" for k, v in h["variables"].items())
+        n = h.get("physical_devices") or 0
+        head = f"{h['backend']}: {shown} hides all {n} device(s)" if n else f"{h['backend']}: "
+        if not n:
+            head += f"{shown} hides every device"
+        lines += [st.yellow(x) for x in view.wrap(head, "", "  ")]
+        for r in h["reasons"]:
+            lines += view.wrap(view.brief(r), "  - ", "    ")
+        lines += view.wrap(f"Fix: {h['fix']}", "  ", "    ")
     return lines
 
 
@@ -402,9 +494,19 @@ def render_env(
     debug: bool,
     settings: dict[str, Any] | None = None,
     view: _View | None = None,
+    install: dict[str, Any] | None = None,
 ) -> str:
     view = view or _View()
-    lines = render_host(report, st, view)
+    lines = []
+    if report.warnings:  # first, so a long report's warnings are not missed at its end
+        n = len(report.warnings)
+        lines.append(st.yellow(f"! {n} warning{'s' if n > 1 else ''}: see Warnings at the end"))
+    lines += render_host(report, st, view)
+    if install is not None:
+        # a command is never shortened: it must paste and run
+        lines += view.wrap(install["command"], st.bold("Install") + "   ", " " * 10)
+        if install.get("then"):
+            lines += view.wrap(f"then: {install['then']}", " " * 10, " " * 12)
     lines.append("")
     lines += render_backends(report, st, debug, view)
     lines += view.wrap(
@@ -415,6 +517,7 @@ def render_env(
     )
     lines.append("")
     lines += render_devices(report, st, view)
+    lines += render_hidden(report, st, view)
     lines.append("")
     lines += render_capabilities(report, st, view)
     if settings is not None:

@@ -14,18 +14,24 @@ if TYPE_CHECKING:
 
 def cmd_smoke(args: argparse.Namespace) -> int:
     if args.host or os.environ.get("HWBACKENDS_HOST"):
-        raise UsageError(
-            "smoke runs real code on this machine and cannot use a simulated host",
-            "no --host and no HWBACKENDS_HOST",
-            "drop --host (use `hwbackends env --host FILE` to inspect a simulated machine)",
+        given = (
+            f"--host {args.host}"
+            if args.host
+            else f"HWBACKENDS_HOST={os.environ['HWBACKENDS_HOST']} is set"
         )
+        raise UsageError(
+            f"smoke runs real code on this machine and cannot use a simulated host ({given})",
+            "no --host and no HWBACKENDS_HOST",
+            ("drop --host" if args.host else "unset HWBACKENDS_HOST")
+            + " (use `hwbackends env --host FILE` to inspect a simulated machine)",
+        )
+    if args.backend is not None:
+        _check_backend_option(args.backend)
     from hwbackends._integrations.smoke import run_smoke
 
     env = dict(os.environ)
     env.update(parse_env_overrides(args.env or []))
     log = (lambda line: None) if args.json else emit
-    if args.backend:
-        _check_backend_option(args.backend)
     from hwbackends._base.errors import BackendUnavailableError
     from hwbackends._selection.target import DEFAULT_BACKEND_FIX
 

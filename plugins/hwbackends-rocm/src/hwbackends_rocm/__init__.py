@@ -85,6 +85,11 @@ class RocmBackend(BaseBackend):
     torch_flavour: ClassVar[str | None] = "rocm"
     install_hint: ClassVar[str] = lazy("hwbackends_rocm._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
+    # Slurm schedules GPUs as the "gpu" GRES and sets the runtime's visibility variable per step
+    # (https://slurm.schedmd.com/gres.html, "GPU Management")
+    slurm_gres: ClassVar[str | None] = "gpu"
+    # torch wheels with this runtime exist for Linux and Windows only (pytorch.org, "Start Locally")
+    systems: ClassVar[tuple[str, ...]] = ("Linux", "Windows")
     visibility = RocmDevices()
 
     def read_devices(

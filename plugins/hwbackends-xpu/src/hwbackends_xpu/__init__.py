@@ -45,6 +45,9 @@ class XpuBackend(AcceleratorBackend):
     stacks: ClassVar[tuple[Stack, ...]] = lazy("hwbackends_xpu._facts", "STACKS")
     torch_flavour: ClassVar[str | None] = "xpu"
     distributed_backend: ClassVar[str] = "xccl"
+    # Slurm schedules GPUs as the "gpu" GRES and sets the runtime's visibility variable per step
+    # (https://slurm.schedmd.com/gres.html, "GPU Management")
+    slurm_gres: ClassVar[str | None] = "gpu"
     install_hint: ClassVar[str] = lazy("hwbackends_xpu._facts", "INSTALL_HINT")
     hardware_hint: ClassVar[str] = (
         "no Intel GPU is visible: check `xpu-smi discovery` or `sycl-ls`, the i915/xe driver, "

@@ -1,0 +1,120 @@
+"""Launch plans fit the scheduler (issue 23, item 3): an sbatch script never sets a visibility
+variable (Slurm sets it per step from the job's GRES allocation) and requests the devices
+instead; a batch or multi-node plan made where the accelerator is not (a login node), or for a
+named backend whose hardware is elsewhere, carries a warning with the fix, on stderr and in
+``--json`` ``warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hwbackends import Host
+from hwbackends._base.errors import BackendUnavailableError
+from hwbackends.cli import main
+from hwbackends.distributed import launch_plan
+from hwbackends.visibility import variables_for
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "plugins"
+H100 = str(PLUGINS / "hwbackends-cuda" / "tests" / "hosts" / "h100-sxm-8.json")
+LOGIN = str(ROOT / "tests" / "hosts" / "dummy-box.json")  # no accelerator: a login node
+ALL_HOSTS = sorted(p for p in PLUGINS.glob("hwbackends-*/tests/hosts/*.json"))
+
+pytestmark = pytest.mark.skipif(
+    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def assigned(script: str) -> set[str]:
+    """Every variable the script exports, assigns or unsets."""
+    names = set()
+    for line in script.splitlines():
+        words = line.split()
+        if words[:1] == ["export"]:
+            names.add(words[1].partition("=")[0])
+        elif words[:1] == ["unset"]:
+            names.update(words[1:])
+        elif words and "=" in words[0] and words[0].partition("=")[0].isidentifier():
+            names.add(words[0].partition("=")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", ALL_HOSTS, ids=[p.stem for p in ALL_HOSTS])
+def test_no_sbatch_script_sets_a_visibility_variable(path: Path) -> None:
+    host = Host.from_file(path)
+    env = {"CUDA_VISIBLE_DEVICES": "1,0", "ROCR_VISIBLE_DEVICES": "0"}
+    plan = launch_plan(nnodes=2, scheduler="slurm", host=host, env=env)
+    declared = set(variables_for(plan.backend)) if plan.backend != "cpu" else set()
+    for script in (plan.sbatch, plan.sbatch_torchrun):
+        assert not assigned(script) & (declared | set(env)), script
+        assert "_VISIBLE_DEVICES=" not in script
+
+
+def test_gpu_sbatch_requests_the_gpus_and_says_slurm_sets_the_variable(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for style in ("slurm", "slurm-torchrun"):
+        code, out, err = run(
+            capsys, "launch-plan", "--scheduler", style, "--nnodes", "2", "--host", H100
+        )
+        assert code == 0 and err == ""
+        assert "#SBATCH --gpus-per-node=8" in out
+        assert "export CUDA_VISIBLE_DEVICES" not in out and "unset" not in out
+        assert "CUDA_VISIBLE_DEVICES per step itself" in out
+    plan = launch_plan(4, nnodes=2, scheduler="slurm", host=Host.from_file(H100), env={})
+    assert "#SBATCH --gpus-per-node=4" in plan.sbatch and plan.warnings == ()
+
+
+def test_a_login_node_plan_warns_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "launch-plan", "--scheduler", "slurm", "--nnodes", "2",
+                         "--host", LOGIN)  # fmt: skip
+    assert code == 0 and "#SBATCH --ntasks-per-node=1" in out
+    flat = " ".join(err.split())
+    assert flat.startswith("hwbackends: warning: an sbatch script for the cpu backend")
+    assert "--host FILE" in flat and "--backend NAME --nproc-per-node N" in flat
+    code, out, _ = run(capsys, "launch-plan", "--json", "--scheduler", "slurm", "--host", LOGIN)
+    (w,) = json.loads(out)["warnings"]
+    assert "login node" in w and "--backend NAME --nproc-per-node N" in w
+    # a multi-node torchrun plan made on the login node warns too, in the text report
+    code, out, _ = run(capsys, "launch-plan", "--nnodes", "2", "--rdzv-endpoint", "n0:29500",
+                       "--host", LOGIN)  # fmt: skip
+    assert "Warnings" in out and "a 2-node plan for the cpu backend" in " ".join(out.split())
+    plan = launch_plan(nnodes=2, scheduler="slurm", host=Host.from_file(LOGIN), env={})
+    assert len(plan.warnings) == 1
+    # one node, no scheduler: a CPU plan for this very machine is what was asked
+    assert launch_plan(host=Host.from_file(LOGIN), env={}).warnings == ()
+
+
+def test_a_named_backend_without_hardware_here_is_planned_with_a_warning(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["launch-plan", "--scheduler", "slurm", "--nnodes", "2", "--host", LOGIN]
+    code, out, err = run(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4")
+    assert code == 0
+    assert "#SBATCH --gpus-per-node=4" in out and "#SBATCH --ntasks-per-node=4" in out
+    flat = " ".join(err.split())
+    assert "warning: this machine has no usable cuda hardware" in flat
+    assert "--host FILE" in flat
+    code, out, _ = run(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4", "--json")
+    d = json.loads(out)
+    assert d["backend"] == "cuda" and d["collective"] == "nccl" and d["problems"] == []
+    assert [r["torch_device"] for r in d["ranks"]] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
+    assert len(d["warnings"]) == 1
+    # without the count there is nothing to plan with: refused, naming the option
+    code, _, err = run(capsys, *argv, "--backend", "cuda")
+    assert code == 2 and "--nproc-per-node N" in err
+    with pytest.raises(BackendUnavailableError, match="nproc_per_node=N"):
+        launch_plan(nnodes=2, scheduler="slurm", backend="cuda", host=Host.from_file(LOGIN))
+    # a one-node plan for this machine still refuses a backend it cannot run
+    with pytest.raises(BackendUnavailableError):
+        launch_plan(4, backend="cuda", host=Host.from_file(LOGIN), env={})

@@ -1,0 +1,170 @@
+"""The smaller answers of issue 23 (item 10 of the report): each one right, or refused with
+a message that says what was wrong and the fix."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+import hwbackends
+from hwbackends import Host, explain
+from hwbackends._base.errors import (
+    BackendNotFoundError,
+    HostFileError,
+    UnsupportedSettingError,
+    VisibilityError,
+)
+from hwbackends.accelerate import training_kwargs
+from hwbackends.cli import main
+from hwbackends.visibility import visibility_env
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "plugins"
+H100 = str(PLUGINS / "hwbackends-cuda" / "tests" / "hosts" / "h100-sxm-8.json")
+ACCEL_HOSTS = sorted(str(p) for p in PLUGINS.glob("hwbackends-*/tests/hosts/*.json"))
+
+pytestmark = pytest.mark.skipif(
+    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
+)
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def hardware_lines(out: str) -> str:
+    lines = out.splitlines()
+    start = next(i for i, x in enumerate(lines) if x.startswith("Hardware"))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith(" " * 10))
+    return " ".join(" ".join(lines[start:end]).split())
+
+
+@pytest.mark.parametrize("host", ACCEL_HOSTS, ids=[Path(h).stem for h in ACCEL_HOSTS])
+def test_the_hardware_summary_names_what_the_device_rows_name(
+    host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _, out, _ = run(capsys, "env", "--json", "--host", host)
+    d = json.loads(out)
+    if d["chosen"] == "cpu" or not d["host"]["accelerators"]:
+        return
+    _, text, _ = run(capsys, "env", "--host", host)
+    summary = hardware_lines(text)
+    for dev in d["devices"]:
+        if dev["name"] and dev["pci_bus_id"]:
+            assert dev["name"] in summary, (dev["name"], summary)
+
+
+def test_named_summaries_of_the_reported_hosts(capsys: pytest.CaptureFixture[str]) -> None:
+    cases = {
+        "hwbackends-rocm/tests/hosts/mi300x-8.json": "8 × AMD Instinct MI300X",
+        "hwbackends-tpu/tests/hosts/v5litepod8_xla.json": "8 × Google TPU v5e (google, v5e)",
+        "hwbackends-hpu/tests/hosts/hls_gaudi2_8.json": "8 × Intel Gaudi 2",
+        "hwbackends-npu/tests/hosts/atlas800t_a2_910b_x8.json": "8 × Huawei Ascend 910B",
+    }
+    for path, want in cases.items():
+        _, out, _ = run(capsys, "env", "--host", str(PLUGINS / path))
+        assert want in hardware_lines(out), path
+    tpu = str(PLUGINS / "hwbackends-tpu/tests/hosts/v5litepod8_xla.json")
+    _, out, _ = run(capsys, "env", "--host", tpu)
+    assert "1 × PCI device 0x0042 (google, not used by the tpu backend)" in hardware_lines(out)
+
+
+def test_gaudis_torch_is_its_hpu_build(capsys: pytest.CaptureFixture[str]) -> None:
+    gaudi = str(PLUGINS / "hwbackends-hpu/tests/hosts/hls_gaudi2_8.json")
+    _, out, _ = run(capsys, "env", "--host", gaudi)
+    flat = " ".join(out.split())
+    assert "torch 2.6.0+hpu.synapse.v1.21.0 (hpu build)" in flat and "cpu build" not in flat
+
+
+def test_one_logical_core_in_the_singular(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    f = tmp_path / "one.json"
+    f.write_text(json.dumps({"system": "Linux", "cpu": {"model": "Tiny", "count": 1}}))
+    _, out, _ = run(capsys, "env", "--host", str(f))
+    flat = " ".join(out.split())
+    assert "(1 core)" in flat and "1 logical core)" in flat
+    assert "1 cores" not in flat and "1 logical cores" not in flat
+
+
+def test_an_empty_backend_option_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    for command in (["env"], ["devices"], ["launch-plan"], ["smoke"]):
+        code, _, err = run(capsys, *command, "--backend", "")
+        assert code == 2 and "--backend '' is empty" in err, command
+
+
+def test_host_option_and_variable_say_which_wins(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWBACKENDS_HOST", str(ROOT / "tests" / "hosts" / "dummy-box.json"))
+    code, out, err = run(capsys, "devices", "--json", "--host", H100)
+    assert code == 0 and json.loads(out)["backend"] == "cuda"
+    assert "--host" in err and "HWBACKENDS_HOST=" in err and "is ignored" in err
+
+
+def test_a_system_without_the_runtime_does_not_select_it(tmp_path: Path) -> None:
+    data = json.loads(Path(H100).read_text())
+    data["system"] = "Plan9"
+    report = explain(env={}, host=Host.from_dict(data))
+    assert report.chosen == "cpu"
+    assert "no build for Plan9 (it runs on Linux, Windows)" in report.status("cuda").reason
+
+
+def test_a_root_tree_is_not_this_machine(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for sub in ("sys", "proc", "dev"):
+        (tmp_path / sub).mkdir()
+    _, out, _ = run(capsys, "env", "--root", str(tmp_path))
+    flat = " ".join(out.split())
+    assert f"read from the tree at {tmp_path} (--root)" in flat
+    assert "this machine" not in flat
+
+
+def test_a_misspelt_backend_name_suggests_the_installed_one(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWBACKENDS_BACKEND", "cdua")
+    code, _, err = run(capsys, "env", "--host", H100)
+    assert code == 2 and "Fix: use 'cuda'" in err and "hwbackends-cdua" not in err
+    with pytest.raises(BackendNotFoundError) as exc:
+        hwbackends.get("cdua")
+    assert "use 'cuda'" in str(exc.value) and "hwbackends-cdua" not in str(exc.value)
+
+
+def test_smoke_under_hwbackends_host_says_to_unset_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HWBACKENDS_HOST", H100)
+    code, _, err = run(capsys, "smoke")
+    assert code == 2 and "Fix: unset HWBACKENDS_HOST" in err and "drop --host" not in err
+
+
+def test_an_unclaimed_device_line_has_no_question_marks() -> None:
+    report = explain(
+        env={}, host=Host.from_dict({"system": "Linux", "devices": [{"vendor": "acme"}]})
+    )
+    (line,) = [w for w in report.warnings if "no installed backend claims" in w]
+    assert "?" not in line and "(PCI acme)" in line
+
+
+def test_python_api_refusals_are_clear() -> None:
+    with pytest.raises(HostFileError, match=r"host='file.json' is not a Host.*Host.from_file"):
+        explain(host="file.json")  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedSettingError, match="report_to=5 is not a reporter name"):
+        training_kwargs(report_to=5, host=Host.from_file(H100), env={})  # type: ignore[arg-type]
+    with pytest.raises(BackendNotFoundError, match="backend name '' is empty"):
+        hwbackends.get("")
+    with pytest.raises(VisibilityError) as exc:
+        visibility_env("cdua", [0], host=Host.from_file(H100), env={})
+    msg = str(exc.value)
+    assert msg.count("Expected") == 1 and msg.count("Fix:") == 1, msg
+    assert "did you mean 'cuda'" in msg
+    assert not re.search(r"pip install hwbackends-\W", msg)
+    assert os.environ.get("HWBACKENDS_BACKEND") is None

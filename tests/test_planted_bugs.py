@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from hwbackends import Host
 from hwbackends._base import guard
 from hwbackends._base.versions import version_in_range
+from hwbackends._integrations.rank import process_rank
 from hwbackends._selection import cache
 from hwbackends._selection.registry import Registry
 from hwbackends._selection.target import resolve_target
@@ -54,7 +55,7 @@ def test_local_rank_selects_its_own_device_on_an_eight_gpu_host(local: int) -> N
     assert pretrained_kwargs(host=host, env=env)["device_map"] == f"cuda:{local}"
     plan = plan_pretrained(host=host, env=env)
     assert plan.device is not None and plan.device.torch_device == f"cuda:{local}"
-    t = resolve_target(host=host, env=env)
+    t = resolve_target(host=host, env=env, rank_of=process_rank)
     assert t.device is not None and (t.device.index, t.device.torch_device) == (
         local,
         f"cuda:{local}",
@@ -66,7 +67,7 @@ def test_local_rank_counts_among_the_visible_devices() -> None:
     physical GPU 7 (torchrun's model: every rank of a node sees the same devices)."""
     host = Host.from_file(H100_8)
     env = torchrun_env(3, CUDA_VISIBLE_DEVICES="4,5,6,7")
-    t = resolve_target(host=host, env=env)
+    t = resolve_target(host=host, env=env, rank_of=process_rank)
     assert t.device is not None
     assert (t.device.torch_device, t.device.physical_index) == ("cuda:3", 7)
     assert pretrained_kwargs(host=host, env=env)["device_map"] == "cuda:3"

@@ -326,6 +326,9 @@ def test_an_unknown_command_gets_the_close_one() -> None:
 
 
 def test_the_docs_carry_a_complete_generated_env_report() -> None:
+    pytest.importorskip(
+        "transformers", reason="the expected output was made with Transformers installed"
+    )
     page = (ROOT / "docs" / "generated" / "env-report.md").read_text(encoding="utf-8")
     shown = page.split("```console\n", 1)[1].split("\n```", 1)[0].splitlines()
     assert shown[0] == "$ COLUMNS=100 hwbackends env --host docs/hosts/eight-h100.json"

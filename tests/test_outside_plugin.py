@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from coretest import pci_function, pip_install
+from coretest import dtype_text, pci_function, pip_install
 
 FIXTURE = Path(__file__).parent / "fixtures" / "outside"
 REPO = Path(__file__).resolve().parents[1]
@@ -187,7 +187,7 @@ def test_explain_and_the_integrations(site: Path, root: Path) -> None:
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert got.returncode == 0, got.stderr
     assert json.loads(got.stdout) == {
-        "device_map": "acme:0", "dtype": "torch.bfloat16", "attn": "sdpa", "bf16": True,
+        "device_map": "acme:0", "dtype": dtype_text("bfloat16"), "attn": "sdpa", "bf16": True,
     }  # fmt: skip
 
 

@@ -30,7 +30,9 @@ def test_the_cpu_index_is_written_in_the_script_and_used_without_a_gpu() -> None
     step = _torch_step()
     assert step[:4] == [".venv/bin/python", "-m", "pip", "install"] and "INDEX" in step
     # the main install comes after torch, under the same constraints
-    assert SCRIPT.index('"torch==2.13.0"') < SCRIPT.index('-e ".[dev,transformers,docs]"')
+    assert SCRIPT.index('"torch==2.13.0"') < SCRIPT.index(
+        '--group dev --group docs -e ".[transformers]"'
+    )
 
 
 def test_the_script_says_it_shares_the_readme_venv() -> None:
@@ -45,6 +47,9 @@ def test_the_script_says_it_shares_the_readme_venv() -> None:
 def test_the_torch_step_resolves_the_cpu_wheel_without_hanging() -> None:
     """Resolve (not install) exactly what the script asks for; an unreachable index costs a
     warning, not minutes."""
+    if Path(sys.prefix).resolve() != (ROOT / ".venv").resolve():
+        # .ci/wheels.sh: another Python, for which this machine's indexes may hold no CPU wheel
+        pytest.skip("the script installs torch with .venv/bin/python; this is another interpreter")
     step = _torch_step()
     at = step.index("INDEX")
     index = re.search(r"TORCH_CPU_INDEX=(\S+)", SCRIPT)

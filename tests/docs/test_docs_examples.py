@@ -7,7 +7,9 @@
   must be 0, or the one given by ``<!-- expect-exit: N -->`` before the block, and every shown
   output line must appear in stdout + stderr (whitespace runs compared as one space).
 * Blocks of any other language (``text``, ``json``) are not run. A block preceded by
-  ``<!-- no-test: REASON -->`` is not run; the reason is required.
+  ``<!-- no-test: REASON -->`` is not run; the reason is required. One preceded by
+  ``<!-- needs: torch -->`` is skipped where those modules cannot be imported (.ci/wheels.sh
+  runs the tests without torch).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
 RUN_LANGS = {"python", "console", "bash", "shell", "sh"}
 _FENCE = re.compile(r"^```([\w-]*)\s*$")
-_MARK = re.compile(r"^<!--\s*(no-test|expect-exit)\s*:?\s*(.*?)\s*-->\s*$")
+_MARK = re.compile(r"^<!--\s*(no-test|expect-exit|needs)\s*:?\s*(.*?)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class Block:
     code: str
     skip: str | None
     exit_code: int
+    needs: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -71,6 +74,7 @@ def extract(path: Path) -> list[Block]:
                     code="\n".join(body) + "\n",
                     skip=marks.get("no-test"),
                     exit_code=int(marks.get("expect-exit", "0") or 0),
+                    needs=tuple(marks.get("needs", "").replace(",", " ").split()),
                 )
             )
             marks = {}
@@ -223,6 +227,8 @@ def test_example(block: Block, tmp_path: Path) -> None:
     if block.skip is not None:
         assert block.skip.strip(), f"{block.id}: <!-- no-test --> needs a reason"
         pytest.skip(f"{block.id}: {block.skip}")
+    for module in block.needs:
+        pytest.importorskip(module, reason=f"{block.id} needs {module}")
     if block.lang == "python":
         run_python(block, tmp_path)
     else:

@@ -172,6 +172,7 @@ def test_a_plugin_read_hook_that_raises_is_the_plugins_fault(tmp_path: Path) -> 
 
     class Acme(mod.BaseBackend):  # type: ignore[name-defined, misc]
         name = "acme"
+        api_version = 1
         device_type = "acme"
         vendor = "acme"
         pci_vendor_ids = (0x1F2A,)

@@ -142,6 +142,7 @@ def test_vendor_ci_catches_devices_that_raise_without_the_hardware() -> None:
 
 class Good(BaseBackend):
     name: ClassVar[str] = "omega"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "omega"
     vendor: ClassVar[str | None] = "omegacorp"
 

@@ -86,7 +86,7 @@ def _plugin_dirs() -> dict[str, Path]:
 def _variants(name: str, backend: Any, plugin_dir: Path | None) -> list[tuple[str, Any]]:
     """(label, Capabilities) for the default and each representative device, deduplicated."""
     from hwbackends import Host
-    from hwbackends._errors import HwBackendsError
+    from hwbackends._base.errors import HwBackendsError
 
     found: list[tuple[str, Any]] = [("default (no device)", backend.capabilities(None))]
     hosts: list[tuple[str, Any]] = []
@@ -143,8 +143,8 @@ def _applies(labels: list[str], total: int) -> str:
 
 def backend_page(name: str, plugin_dir: Path | None) -> str:
     import hwbackends
-    from hwbackends._errors import VisibilityError
-    from hwbackends._registry import Registry
+    from hwbackends._base.errors import VisibilityError
+    from hwbackends._selection.registry import Registry
     from hwbackends.visibility import variables_for
 
     lines = [HEADER, "", f"# {name}: capability tables", ""]
@@ -492,7 +492,7 @@ def env_report_page() -> str:
 
 def generate() -> dict[str, str]:
     """Relative path under docs/generated -> content."""
-    from hwbackends._registry import Registry
+    from hwbackends._selection.registry import Registry
 
     plugin_dirs = _plugin_dirs()
     names = sorted(set(Registry().names()) | set(plugin_dirs))

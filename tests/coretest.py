@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 import hwbackends
-from hwbackends import _registry
-from hwbackends._registry import Registry
+from hwbackends._selection import registry as _registry
+from hwbackends._selection.registry import Registry
 
 HOSTS = Path(__file__).parent / "hosts"
 

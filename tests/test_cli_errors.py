@@ -15,8 +15,8 @@ import pytest
 from coretest import clean_env, run_python
 
 from hwbackends import Host
-from hwbackends._errors import BackendUnavailableError, VisibilityError
-from hwbackends._target import resolve_target, torch_fix
+from hwbackends._base.errors import BackendUnavailableError, VisibilityError
+from hwbackends._selection.target import resolve_target, torch_fix
 from hwbackends.facts import TORCH_INDEXES
 
 ROOT = Path(__file__).resolve().parent.parent

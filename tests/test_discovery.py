@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from hwbackends._discovery import (
+from hwbackends._discovery.scan import (
     GROUP,
     EntryPointSpec,
     discover,

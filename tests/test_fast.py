@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 PROBE = (
-    "import sys, json, hwbackends, hwbackends._fast as f\n"
+    "import sys, json, hwbackends, hwbackends._selection.cache as f\n"
     "b = hwbackends.current()\n"
     "heavy = sorted(m for m in sys.modules if m.startswith(('hwbackends_', 'dataclasses', "
-    "'typing', 'hwbackends._registry')))\n"
+    "'typing', 'hwbackends._selection.registry')))\n"
     "print(json.dumps({'last': f.LAST, 'name': b.name, 'same': b is hwbackends.current(), "
     "'heavy': heavy}))\n"
 )
@@ -103,7 +103,7 @@ def test_declared_variables_and_paths_without_visible_in_their_name_miss(tmp_pat
 
 
 def test_watch_lists_come_from_declarations() -> None:
-    from hwbackends._registry import watch_lists
+    from hwbackends._selection.registry import watch_lists
 
     pytest.importorskip("hwbackends_cuda")
     names, paths = watch_lists()

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from hwbackends import Host, HostFileError
-from hwbackends._host import normalize_dist_name
+from hwbackends._machine.host import normalize_dist_name
 
 
 def write(root: Path, rel: str, text: str) -> None:

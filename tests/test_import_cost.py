@@ -27,8 +27,8 @@ def test_import_is_free() -> None:
 
 def test_names_resolve_lazily() -> None:
     mods = loaded_after("import hwbackends; hwbackends.Host; hwbackends.HwBackendsError")
-    assert "hwbackends._host" in mods and "hwbackends._errors" in mods
-    assert "hwbackends._registry" not in mods
+    assert "hwbackends._machine.host" in mods and "hwbackends._base.errors" in mods
+    assert "hwbackends._selection.registry" not in mods
 
 
 def test_selection_imports_no_heavy_library() -> None:
@@ -60,10 +60,14 @@ def test_cold_selection_loads_only_declarations() -> None:
     facts = [m for m in plugins if m.rpartition(".")[2] in ("_facts", "_arch", "_quant",
                                                              "_attention", "_nvml")]  # fmt: skip
     assert facts == []
-    assert not {"hwbackends._facts", "hwbackends.transformers"} & set(mods)  # the readers
+    assert not {
+        "hwbackends._kit.hf_tables",
+        "hwbackends._kit.hf_facts",
+        "hwbackends.transformers",
+    } & set(mods)  # the readers
     for lib in ("typing", "dataclasses", "re", "inspect", "packaging", "ast", "json"):
         assert lib not in mods, lib
     readers = [m for m in mods if m.startswith("hwbackends.visibility._") and m not in (
-        "hwbackends.visibility._common", "hwbackends.visibility._kinds",
-        "hwbackends.visibility._simple")]  # fmt: skip
+        "hwbackends._visibility.base", "hwbackends._visibility.kinds",
+        "hwbackends._visibility.generic")]  # fmt: skip
     assert readers == [], "a runtime's visibility reader was imported without its hardware"

@@ -62,7 +62,7 @@ def test_readme_transformers_usage_runs(tmp_path: Path) -> None:
     assert len(blocks) == 1
     setup = (
         "import torch, transformers\n"
-        "from hwbackends._smoke import tiny_llama_config\n"
+        "from hwbackends._integrations.smoke import tiny_llama_config\n"
         f"path = {str(tmp_path)!r}\n"
         "transformers.LlamaForCausalLM(tiny_llama_config()).save_pretrained(path)\n"
     )

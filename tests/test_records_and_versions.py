@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from packaging.version import Version
 
 from hwbackends import Device, Probe
-from hwbackends._record import field, frozen, mutable, replace
-from hwbackends._versions import _plain_order, version_in_range
+from hwbackends._base.record import field, frozen, mutable, replace
+from hwbackends._base.versions import _plain_order, version_in_range
 
 
 @frozen

@@ -10,7 +10,7 @@ from coretest import Site, good_plugin, refresh
 
 import hwbackends
 from hwbackends import Host
-from hwbackends._registry import Registry, Settings
+from hwbackends._selection.registry import Registry, Settings
 
 HOST_WITH = Host.from_dict({"device_nodes": ["/dev/alpha0", "/dev/beta0"]})
 BARE = Host.from_dict({})

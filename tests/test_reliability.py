@@ -89,7 +89,7 @@ def test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed() -> Non
 def test_a_plugins_write_is_undone_only_while_it_still_holds(site: Site) -> None:
     """A plugin's own write is attributed to it (by thread) and undone; a later write by
     the application to the same variable is not touched."""
-    from hwbackends import _guard
+    from hwbackends._base import guard as _guard
 
     os.environ.pop("HWB_SHARED", None)
     barrier = threading.Event()
@@ -122,7 +122,7 @@ def test_a_plugins_write_is_undone_only_while_it_still_holds(site: Site) -> None
 def test_a_batch_of_plugin_calls_survives_one_that_hangs() -> None:
     """Loads and probes share one worker; a call past its limit is reported, the worker is
     abandoned, and the calls after it still run (on a new worker), each judged alone."""
-    from hwbackends import _guard
+    from hwbackends._base import guard as _guard
 
     release = threading.Event()
     jobs = [
@@ -236,7 +236,7 @@ def test_fork_while_another_thread_selects_does_not_deadlock_the_child(tmp_path:
 # -- 3. the selection cache against another user and hostile files ----------------------------
 
 PROBE = (
-    "import sys, json, hwbackends, hwbackends._fast as f\n"
+    "import sys, json, hwbackends, hwbackends._selection.cache as f\n"
     "b = hwbackends.current()\n"
     "print(json.dumps({'last': f.LAST, 'name': b.name, 'file': f.cache_file()}))\n"
 )
@@ -336,7 +336,7 @@ def test_another_users_cache_folder_or_file_is_never_trusted(
 
 
 POISON = r"""
-import sys, hwbackends._fast as f, hwbackends._registry as r
+import sys, hwbackends._selection.cache as f, hwbackends._selection.registry as r
 name, source = sys.argv[1], sys.argv[2]
 fp = f._key(f.fingerprint())
 watch = r.watch_lists()
@@ -391,7 +391,7 @@ def test_no_home_means_no_cache_and_nothing_written_here(tmp_path: Path) -> None
 
 
 def test_no_passwd_entry_means_no_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    from hwbackends import _fast
+    from hwbackends._selection import cache as _fast
 
     monkeypatch.delenv("HOME", raising=False)
     monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
@@ -570,7 +570,7 @@ def test_a_plugin_claiming_cpu_cannot_break_current(tmp_path: Path) -> None:
     )
     got = python(code, env=env)
     assert got.returncode == 0, got.stderr
-    assert got.stdout.split() == ["hwbackends._cpu", "cpu"]
+    assert got.stdout.split() == ["hwbackends._kit.cpu", "cpu"]
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGINT") or os.name != "posix", reason="POSIX")

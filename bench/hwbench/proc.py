@@ -42,7 +42,8 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment every child starts with (plus ``extra``).
 
     ``XDG_CACHE_HOME`` points at a folder of this invocation, so hwbackends' selection cache
-    (``hwbackends._fast``) starts empty and the user's own cache is neither read nor written.
+    (``hwbackends._selection.cache``) starts empty and the user's own cache is neither read nor
+    written.
     """
     env = {k: os.environ[k] for k in _KEEP if k in os.environ}
     env.setdefault("PATH", os.defpath)
@@ -53,7 +54,7 @@ def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-#: Full selection, every time: the selection cache is bypassed (hwbackends._fast).
+#: Full selection, every time: the selection cache is bypassed (hwbackends._selection.cache).
 NO_CACHE: Mapping[str, str] = {"HWBACKENDS_NO_CACHE": "1"}
 
 

@@ -3,7 +3,8 @@
 For every synthetic site directory (appended to ``sys.path`` of a fresh venv interpreter):
 
 * fresh processes, round-robin over every (tree, case) pair:
-  ``floor`` (only the ``sys.path`` append), ``core_import`` (+ ``import hwbackends._discovery``),
+  ``floor`` (only the ``sys.path`` append), ``core_import``
+  (+ ``import hwbackends._discovery.scan``),
   ``scan`` (+ ``discover()``), ``entry_points`` (``importlib.metadata.entry_points(group=)``
   instead), ``current`` (``import hwbackends; hwbackends.current()`` with the selection cache
   bypassed: discovery, then every plugin imported and probed) and ``current_cached`` (the same
@@ -46,8 +47,8 @@ QUICK_GRID: tuple[tuple[int, int], ...] = ((0, 0), (100, 10), (1000, 10), (5000,
 
 _CASES: dict[str, str] = {
     "floor": "",
-    "core_import": "import hwbackends._discovery",
-    "scan": "import hwbackends._discovery as d; d.discover()",
+    "core_import": "import hwbackends._discovery.scan",
+    "scan": "import hwbackends._discovery.scan as d; d.discover()",
     "entry_points": f"from importlib.metadata import entry_points; entry_points(group={GROUP!r})",
     "current": "import hwbackends; hwbackends.current()",
     "current_cached": "import hwbackends; hwbackends.current()",

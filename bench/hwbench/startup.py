@@ -20,8 +20,8 @@ GROUP = "hwbackends.backends"
 # The usual way: importlib.metadata.entry_points(group=...), turned into the core's specs, and
 # the very same selection code on top (loading, probing, choosing). Only discovery differs.
 _ENTRY_POINTS_ROUTE = f"""
-import hwbackends, hwbackends._registry as _r
-from hwbackends._discovery import EntryPointSpec
+import hwbackends, hwbackends._selection.registry as _r
+from hwbackends._discovery.scan import EntryPointSpec
 from importlib.metadata import entry_points
 def _discover(path=None, group={GROUP!r}, env=None):
     return [EntryPointSpec(e.name, e.value, e.dist.name if e.dist else '',
@@ -205,7 +205,7 @@ _CACHE_STATE = """
 import hwbackends
 hwbackends.current()
 try:
-    from hwbackends import _fast
+    from hwbackends._selection import cache as _fast
     print(_fast.LAST or 'unknown')
 except ImportError:
     print('no cache in this core')

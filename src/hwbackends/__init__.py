@@ -6,13 +6,13 @@ discovered or probed, and neither torch nor any plugin is imported until a funct
 
 from __future__ import annotations
 
-from ._version import API_VERSION, __version__
+from hwbackends._version import API_VERSION, __version__
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from ._errors import (
+    from hwbackends._base.errors import (
         BackendNotFoundError,
         BackendUnavailableError,
         HostFileError,
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
         UnsupportedSettingError,
         VisibilityError,
     )
-    from ._host import Host, HostDevice, TorchBuild
-    from ._protocol import (
+    from hwbackends._base.protocol import (
         AttentionOption,
         Backend,
         Capabilities,
@@ -33,7 +32,10 @@ if TYPE_CHECKING:
         Probe,
         QuantSupport,
     )
-    from ._registry import BackendStatus, SelectionReport, backends, explain, get, reset
+    from hwbackends._machine.host import Host, HostDevice, TorchBuild
+    from hwbackends._selection.cache import reset
+    from hwbackends._selection.registry import backends, explain, get
+    from hwbackends._selection.report import BackendStatus, SelectionReport
 
 __all__ = [
     "API_VERSION",
@@ -67,17 +69,19 @@ __all__ = [
 ]
 
 _WHERE = {
-    "_errors": (
+    "_base.errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
         "PluginError", "QuantizationError", "SettingsError", "UnsupportedSettingError",
         "VisibilityError",
     ),
-    "_host": ("Host", "HostDevice", "TorchBuild"),
-    "_protocol": (
+    "_machine.host": ("Host", "HostDevice", "TorchBuild"),
+    "_base.protocol": (
         "AttentionOption", "Backend", "Capabilities", "Device", "Limitation", "Probe",
         "QuantSupport",
     ),
-    "_registry": ("BackendStatus", "SelectionReport", "backends", "explain", "get", "reset"),
+    "_selection.registry": ("backends", "explain", "get"),
+    "_selection.report": ("BackendStatus", "SelectionReport"),
+    "_selection.cache": ("reset",),
 }  # fmt: skip
 _MODULE_OF = {name: mod for mod, names in _WHERE.items() for name in names}
 
@@ -101,14 +105,14 @@ def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     """The backend this process should use; cached per process for the defaults.
 
     The first call of a process with the defaults first tries the selection cache
-    (``hwbackends._fast``), which imports only the chosen backend's module.
+    (``hwbackends._selection.cache``), which imports only the chosen backend's module.
     """
     if env is None and host is None:
-        from ._fast import cached_backend
+        from hwbackends._selection.cache import cached_backend
 
         found = cached_backend()
         if found is not None:
             return found
-    from ._registry import current as _current
+    from hwbackends._selection.registry import current as _current
 
     return _current(env=env, host=host)

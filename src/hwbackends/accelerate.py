@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ._record import frozen
-from ._target import resolve_target
+from hwbackends._base.record import frozen
+from hwbackends._selection.target import resolve_target
 
 if TYPE_CHECKING:
-    from ._host import Host
-    from ._protocol import Backend, Device
+    from hwbackends._base.protocol import Backend, Device
+    from hwbackends._machine.host import Host
 
 __all__ = ["TrainingPlan", "accelerate_group_devices", "plan_training", "training_kwargs"]
 

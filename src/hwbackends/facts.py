@@ -12,7 +12,16 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from ._accel_facts import (
+    from hwbackends._base.protocol import Precision, SupportLevel
+    from hwbackends._base.versions import (
+        TORCH_INDEXES,
+        describes_drivers,
+        release,
+        torch_build_problem,
+        torch_install_hint,
+        version_in_range,
+    )
+    from hwbackends._kit.accel import (
         AcceleratorBackend,
         ArchFacts,
         PciModel,
@@ -22,30 +31,25 @@ if TYPE_CHECKING:
         hub_kernel_attention,
         major_minor,
     )
-    from ._confirm import Confirmation
-    from ._facts import (
+    from hwbackends._kit.hf_facts import (
         FLASH_PACKAGES,
-        HF_REF,
         QUANT_METHODS,
-        TORCH_INDEXES,
-        USE_KERNELS_ADVICE,
         FlashRow,
-        KernelsState,
         QuantMethod,
         QuantVerdict,
-        TransformersTables,
-        describes_drivers,
         flash_attention_options,
+        quant_support,
+    )
+    from hwbackends._kit.hf_tables import (
+        HF_REF,
+        USE_KERNELS_ADVICE,
+        KernelsState,
+        TransformersTables,
         kernel_layers,
         kernels_state,
-        quant_support,
-        release,
-        torch_build_problem,
-        torch_install_hint,
         transformers_tables,
-        version_in_range,
     )
-    from ._protocol import Precision, SupportLevel
+    from hwbackends._selection.confirm import Confirmation
 
 __all__ = [
     "FLASH_PACKAGES",
@@ -86,34 +90,34 @@ __all__ = [
 # declares with, and the fact tables, Transformers readers and version helpers behind the
 # other names are imported only when a capability question is asked.
 _WHERE = {
-    "AcceleratorBackend": "_accel_facts",
-    "ArchFacts": "_accel_facts",
-    "PciModel": "_accel_facts",
-    "Stack": "_accel_facts",
-    "code_gated_quantization": "_accel_facts",
-    "flash_attention_2": "_accel_facts",
-    "hub_kernel_attention": "_accel_facts",
-    "major_minor": "_accel_facts",
-    "FLASH_PACKAGES": "_facts",
-    "HF_REF": "_facts",
-    "QUANT_METHODS": "_facts",
-    "TORCH_INDEXES": "_versions",
-    "USE_KERNELS_ADVICE": "_facts",
-    "FlashRow": "_facts",
-    "KernelsState": "_facts",
-    "QuantMethod": "_facts",
-    "QuantVerdict": "_facts",
-    "TransformersTables": "_facts",
-    "describes_drivers": "_versions",
-    "flash_attention_options": "_facts",
-    "kernel_layers": "_facts",
-    "kernels_state": "_facts",
-    "quant_support": "_facts",
-    "release": "_versions",
-    "torch_build_problem": "_versions",
-    "torch_install_hint": "_versions",
-    "transformers_tables": "_facts",
-    "version_in_range": "_versions",
+    "AcceleratorBackend": "_kit.accel",
+    "ArchFacts": "_kit.accel",
+    "PciModel": "_kit.accel",
+    "Stack": "_kit.accel",
+    "code_gated_quantization": "_kit.accel",
+    "flash_attention_2": "_kit.accel",
+    "hub_kernel_attention": "_kit.accel",
+    "major_minor": "_kit.accel",
+    "FLASH_PACKAGES": "_kit.hf_facts",
+    "HF_REF": "_kit.hf_tables",
+    "QUANT_METHODS": "_kit.hf_facts",
+    "TORCH_INDEXES": "_base.versions",
+    "USE_KERNELS_ADVICE": "_kit.hf_tables",
+    "FlashRow": "_kit.hf_facts",
+    "KernelsState": "_kit.hf_tables",
+    "QuantMethod": "_kit.hf_facts",
+    "QuantVerdict": "_kit.hf_facts",
+    "TransformersTables": "_kit.hf_tables",
+    "describes_drivers": "_base.versions",
+    "flash_attention_options": "_kit.hf_facts",
+    "kernel_layers": "_kit.hf_tables",
+    "kernels_state": "_kit.hf_tables",
+    "quant_support": "_kit.hf_facts",
+    "release": "_base.versions",
+    "torch_build_problem": "_base.versions",
+    "torch_install_hint": "_base.versions",
+    "transformers_tables": "_kit.hf_tables",
+    "version_in_range": "_base.versions",
 }
 
 
@@ -129,11 +133,11 @@ def __getattr__(name: str) -> object:
         return value
     # loaded on first use: the runtime check's module is not needed to declare a backend
     if name == "Confirmation":
-        from ._confirm import Confirmation
+        from hwbackends._selection.confirm import Confirmation
 
         return Confirmation
     if name in ("Precision", "SupportLevel"):
-        from . import _protocol
+        from hwbackends._base import protocol as _protocol
 
         return getattr(_protocol, name)
     raise AttributeError(f"module 'hwbackends.facts' has no attribute {name!r}")

@@ -12,7 +12,8 @@ Nothing here imports torch or a vendor SDK.
 
 from __future__ import annotations
 
-from ._version import API_VERSION
+from hwbackends._base.files import match_node
+from hwbackends._version import API_VERSION
 
 # Plain constant instead of typing.TYPE_CHECKING: importing typing (and the dataclasses behind
 # _protocol) costs more than the whole cached selection, and a backend class must be
@@ -22,9 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
     from typing import Any, ClassVar
 
-    from ._confirm import Confirmation
-    from ._host import Host, HostDevice
-    from ._protocol import (
+    from hwbackends._base.protocol import (
         AttentionOption,
         Capabilities,
         Device,
@@ -32,8 +31,10 @@ if TYPE_CHECKING:
         Probe,
         QuantSupport,
     )
-    from ._record import field, frozen, replace
-    from .visibility import VisibilityReport, VisibilityRule
+    from hwbackends._base.record import field, frozen, replace
+    from hwbackends._machine.host import Host, HostDevice
+    from hwbackends._selection.confirm import Confirmation
+    from hwbackends.visibility import VisibilityReport, VisibilityRule
 
 __all__ = [
     "API_VERSION",
@@ -63,14 +64,14 @@ SDPA_SOURCE = (
 def __getattr__(name: str) -> object:
     # The protocol's data classes, re-exported for plugin authors, imported on first use.
     if name in ("AttentionOption", "Capabilities", "Device", "Limitation", "Probe", "QuantSupport"):
-        from . import _protocol
+        from hwbackends._base import protocol as _protocol
 
         value = getattr(_protocol, name)
         globals()[name] = value
         return value
     if name in ("field", "frozen", "replace"):
         # frozen typed records for a plugin's own fact tables, with no dataclasses import
-        from . import _record
+        from hwbackends._base import record as _record
 
         value = getattr(_record, name)
         globals()[name] = value
@@ -114,7 +115,7 @@ def lazy(module: str, name: str) -> Any:
 
 def common_attention() -> tuple[AttentionOption, ...]:
     """The two implementations that work wherever torch runs: ``sdpa`` then ``eager``."""
-    from ._protocol import AttentionOption
+    from hwbackends._base.protocol import AttentionOption
 
     return (
         AttentionOption("sdpa", source=SDPA_SOURCE, note="PyTorch scaled_dot_product_attention"),
@@ -126,37 +127,20 @@ def common_attention() -> tuple[AttentionOption, ...]:
     )
 
 
-def match_node(pattern: str, name: str) -> bool:
-    """Whether a ``/dev`` name (``"dri/renderD128"``) matches a declared pattern.
-
-    A pattern is an exact name, or a name with one ``{n}`` standing for one or more ASCII
-    digits: ``"acme{n}"`` matches ``acme0`` and ``acme12`` but not ``acmectl``.
-    """
-    head, sep, tail = pattern.partition("{n}")
-    if not sep:
-        return name == pattern
-    if len(name) <= len(head) + len(tail) or not name.startswith(head):
-        return False
-    if tail and not name.endswith(tail):
-        return False
-    middle = name[len(head) : len(name) - len(tail)]
-    return middle.isascii() and middle.isdigit()
-
-
 def read_text(path: str, limit: int = 1 << 16) -> str | None:
     """A small text file (sysfs, procfs), at most ``limit`` characters; None when unreadable.
 
     For ``read_devices`` hooks: never raises, never blocks on a FIFO, never reads more than
     ``limit``.
     """
-    from ._host import _read_text
+    from hwbackends._base.files import _read_text
 
     return _read_text(path, limit)
 
 
 def list_dir(path: str) -> list[str]:
     """Sorted names in a folder, or ``[]`` when it cannot be listed."""
-    from ._host import _listdir
+    from hwbackends._base.files import _listdir
 
     return _listdir(path)
 
@@ -226,6 +210,8 @@ class BaseBackend:
         """
         return found
 
+    read_devices.hwbackends_default = True  # type: ignore[attr-defined]
+
     def read_drivers(self, root: str) -> dict[str, str]:
         """Loaded driver versions: ``/sys/module/<m>/version`` of each ``driver_modules``."""
         import os
@@ -236,6 +222,8 @@ class BaseBackend:
             if os.path.isdir(d):
                 out[mod] = (read_text(os.path.join(d, "version"), 256) or "").strip()
         return out
+
+    read_drivers.hwbackends_default = True  # type: ignore[attr-defined]
 
     # -- probe -----------------------------------------------------------------------------
 
@@ -274,7 +262,7 @@ class BaseBackend:
 
     def probe(self, host: Host) -> Probe:
         """Is the hardware here, and is the software ready? Reads the ``Host`` only."""
-        from ._protocol import Probe
+        from hwbackends._base.protocol import Probe
 
         hw = self.hardware_evidence(host)
         problem = self.software_problem(host)
@@ -317,7 +305,7 @@ class BaseBackend:
     def own_host(self, host: Host) -> Host:
         """The host as this backend's runtime enumerates it: only ``host_devices()``, and
         only this backend's drivers. The visibility rule reads this view."""
-        from ._record import replace
+        from hwbackends._base.record import replace
 
         own = self.host_devices(host)
         drivers = {k: v for k, v in host.drivers.items() if k in self.driver_modules}
@@ -331,7 +319,7 @@ class BaseBackend:
 
     def explain_visibility(self, env: Mapping[str, str], host: Host) -> VisibilityReport:
         """How this backend's runtime resolves ``env`` on ``host``, step by step."""
-        from .visibility import explain_visibility
+        from hwbackends.visibility import explain_visibility
 
         return explain_visibility(self, env, host)
 
@@ -366,7 +354,7 @@ class BaseBackend:
         label: str | None,
     ) -> Device:
         """Turn one visible unit into a ``Device``; override to add vendor facts."""
-        from ._protocol import Device
+        from hwbackends._base.protocol import Device
 
         return Device(
             backend=self.name,
@@ -397,9 +385,9 @@ class BaseBackend:
         """Opt-in: run the real runtime in a subprocess and compare it with ``devices()``.
 
         The only method that starts a device runtime, and only in a child process; see
-        :func:`hwbackends._confirm.confirm`.
+        :func:`hwbackends._selection.confirm.confirm`.
         """
-        from ._confirm import confirm
+        from hwbackends._selection.confirm import confirm
 
         return confirm(self, host, env, timeout=timeout)
 
@@ -412,20 +400,20 @@ class BaseBackend:
     ) -> dict[str, str]:
         """Assignments that make exactly ``physical_indices`` visible, in that order; raises
         ``VisibilityError`` when the runtime cannot express the selection."""
-        from ._host import Host
-        from .visibility import visibility_env
+        from hwbackends._machine.host import Host
+        from hwbackends.visibility import visibility_env
 
         return visibility_env(self, physical_indices, host if host is not None else Host(), env)
 
     def visibility_unset(self) -> tuple[str, ...]:
         """Variables to remove before applying :meth:`visibility_env`'s assignments."""
-        from .visibility import visibility_unset
+        from hwbackends.visibility import visibility_unset
 
         return visibility_unset(self)
 
     def visibility_variables(self) -> tuple[str, ...]:
         """Every variable this backend's runtime reads for visibility or order."""
-        from .visibility import variables_for
+        from hwbackends.visibility import variables_for
 
         return variables_for(self)
 
@@ -435,7 +423,7 @@ class BaseBackend:
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
         """The facts for one device (or the backend's defaults); plugins override this."""
-        from ._protocol import Capabilities
+        from hwbackends._base.protocol import Capabilities
 
         return Capabilities(
             backend=self.name,

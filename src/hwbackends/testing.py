@@ -34,11 +34,13 @@ from typing import Any, ClassVar
 
 import pytest
 
-from ._discovery import EntryPointSpec
-from ._errors import VisibilityError
-from ._host import Host
-from ._protocol import Backend, Capabilities, Device, Probe
-from ._registry import Registry, Settings, api_problem, protocol_problems
+from hwbackends._base.errors import VisibilityError
+from hwbackends._base.protocol import Backend, Capabilities, Device, Probe
+from hwbackends._base.settings import Settings
+from hwbackends._discovery.loading import api_problem, protocol_problems
+from hwbackends._discovery.scan import EntryPointSpec
+from hwbackends._machine.host import Host
+from hwbackends._selection.registry import Registry
 
 __all__ = [
     "BackendContract",
@@ -152,8 +154,8 @@ def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) ->
 
 def check_declarations(cls: type) -> list[str]:
     """The hardware declarations the core reads the machine with are well-formed."""
-    from .plugin import match_node
-    from .visibility import VisibilityRule
+    from hwbackends.plugin import match_node
+    from hwbackends.visibility import VisibilityRule
 
     name = getattr(cls, "name", cls.__name__)
     problems = []
@@ -260,7 +262,7 @@ def check_visibility_round_trip(backend: Backend, host: Host) -> list[str]:
     Every visible unit must be selectable alone (one process per device needs it); a
     reordering or a subset the runtime cannot express may be refused with ``VisibilityError``.
     """
-    from .visibility import visibility_unset
+    from hwbackends.visibility import visibility_unset
 
     env = dict(host.env or {})
     try:
@@ -300,7 +302,7 @@ def check_pin_and_launch_plan(backend: Backend, host: Host) -> list[str]:
     The launch plan over every visible unit must pin them (no "cannot be pinned" problem), and
     each rank's environment must show that rank's device as its logical device 0.
     """
-    from .distributed import launch_plan
+    from hwbackends.distributed import launch_plan
 
     env = dict(host.env or {})
     devs = backend.devices(host, env)

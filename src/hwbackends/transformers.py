@@ -10,14 +10,14 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ._errors import QuantizationError, UnsupportedSettingError
-from ._record import frozen
-from ._target import Target, resolve_target
+from hwbackends._base.errors import QuantizationError, UnsupportedSettingError
+from hwbackends._base.record import frozen
+from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
-    from ._facts import TransformersTables
-    from ._host import Host
-    from ._protocol import Backend, Capabilities, Device, QuantSupport
+    from hwbackends._base.protocol import Backend, Capabilities, Device, QuantSupport
+    from hwbackends._kit.hf_tables import TransformersTables
+    from hwbackends._machine.host import Host
 
 __all__ = [
     "KernelsStatus",
@@ -64,9 +64,9 @@ def kernels_status(target: Target) -> KernelsStatus:
     """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?
 
     The accepted ``kernels`` range comes from the host's Transformers, read (not imported)
-    by ``hwbackends._facts``, which the GPU plugins' capability tables use too.
+    by ``hwbackends._kit.hf_tables``, which the GPU plugins' capability tables use too.
     """
-    from ._facts import kernels_state, transformers_tables
+    from hwbackends._kit.hf_tables import kernels_state, transformers_tables
 
     key = target.caps.kernel_device
     tv = target.host.package("transformers")
@@ -131,7 +131,7 @@ def resolve_attention(
             f"{why}; {requested!r} became {impl!r}: Transformers only keeps the paged| prefix "
             "for paged|eager and strips it elsewhere with a FutureWarning"
         )
-    from ._facts import transformers_tables
+    from hwbackends._kit.hf_tables import transformers_tables
 
     tables = transformers_tables(host)
     if "/" in requested or ":" in requested:

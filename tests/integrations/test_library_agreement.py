@@ -18,8 +18,8 @@ pytest.importorskip("accelerate")
 pytest.importorskip("kernels")
 
 from hwbackends import Host, UnsupportedSettingError  # noqa: E402
-from hwbackends._facts import kernels_state, transformers_tables  # noqa: E402
-from hwbackends._smoke import tiny_llama_config  # noqa: E402
+from hwbackends._integrations.smoke import tiny_llama_config  # noqa: E402
+from hwbackends._kit.hf_tables import kernels_state, transformers_tables  # noqa: E402
 from hwbackends.accelerate import training_kwargs  # noqa: E402
 from hwbackends.distributed import launch_plan  # noqa: E402
 from hwbackends.transformers import plan_pretrained, pretrained_kwargs  # noqa: E402

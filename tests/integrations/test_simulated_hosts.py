@@ -10,7 +10,7 @@ import pytest
 from coretest import dtype_text
 
 from hwbackends import Host, QuantizationError
-from hwbackends._registry import Registry, Settings
+from hwbackends._selection.registry import Registry, Settings
 from hwbackends.accelerate import training_kwargs
 from hwbackends.distributed import backend_name
 from hwbackends.transformers import plan_pretrained

@@ -19,7 +19,7 @@ transformers = pytest.importorskip("transformers")
 import hwbackends  # noqa: E402
 import hwbackends.transformers as hwt  # noqa: E402
 from hwbackends import Host  # noqa: E402
-from hwbackends._smoke import tiny_llama_config  # noqa: E402
+from hwbackends._integrations.smoke import tiny_llama_config  # noqa: E402
 from hwbackends.accelerate import plan_training, training_kwargs  # noqa: E402
 from hwbackends.distributed import backend_name, launch_env, launch_plan  # noqa: E402
 

@@ -39,7 +39,8 @@ def main() -> None:
     sys.path.append(site)
     from importlib.metadata import entry_points
 
-    from hwbackends import _discovery, _host
+    from hwbackends._discovery import scan as _discovery
+    from hwbackends._machine import host as _host
 
     # Timed first, so that "first_ms" is the first call in this process.
     timings = {

@@ -36,11 +36,11 @@ def phases() -> dict[str, Any]:
     t3 = time.perf_counter()
     hwbackends.Host.from_system()
     t4 = time.perf_counter()
-    from hwbackends import _discovery
+    from hwbackends._discovery import scan as _discovery
 
     _discovery.discover()
     t5 = time.perf_counter()
-    fast = sys.modules.get("hwbackends._fast")
+    fast = sys.modules.get("hwbackends._selection.cache")
     return {
         "cache": getattr(fast, "LAST", None) or "not used",
         "import_ms": round((t1 - t0) * 1000, 3),
@@ -145,7 +145,7 @@ def plugins() -> dict[str, Any]:
     import importlib
 
     import hwbackends
-    from hwbackends import _discovery
+    from hwbackends._discovery import scan as _discovery
 
     specs, method = _discovery.discover()
     rows: list[dict[str, Any]] = []

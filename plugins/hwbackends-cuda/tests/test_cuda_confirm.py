@@ -1,5 +1,6 @@
-"""The opt-in confirm step (hwbackends._confirm), run for real in a subprocess on this CPU box,
-and with faked runtime answers for what a CPU box cannot show (GPUs, mismatches, timeouts)."""
+"""The opt-in confirm step (hwbackends._selection.confirm), run for real in a subprocess on this
+CPU box, and with faked runtime answers for what a CPU box cannot show (GPUs, mismatches,
+timeouts)."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from typing import ClassVar
 import pytest
 from hwbackends_cuda import CudaBackend
 
-from hwbackends import Host, _confirm
-from hwbackends._cpu import CpuBackend
-from hwbackends._protocol import Device
+from hwbackends import Host
+from hwbackends._base.protocol import Device
+from hwbackends._kit.cpu import CpuBackend
+from hwbackends._selection import confirm as _confirm
 from hwbackends.plugin import BaseBackend
 
 

@@ -279,7 +279,7 @@ def test_every_table_row_has_a_source() -> None:
     from hwbackends_cuda._attention import FLASH
     from hwbackends_cuda._quant import VERDICTS
 
-    from hwbackends._facts import QUANT_METHODS
+    from hwbackends._kit.hf_facts import QUANT_METHODS
 
     assert all(r.source for r in SM.values()) and all(m.source for m in MODELS)
     assert all(r.source for r in FLASH) and all(v.source for v in VERDICTS)

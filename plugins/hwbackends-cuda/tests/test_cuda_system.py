@@ -218,7 +218,7 @@ def test_selection_and_devices_never_call_nvml(monkeypatch: pytest.MonkeyPatch) 
     import gc
 
     import hwbackends
-    from hwbackends import _confirm
+    from hwbackends._selection import confirm as _confirm
 
     fake = FakeNVML()
     monkeypatch.setitem(sys.modules, "pynvml", fake)

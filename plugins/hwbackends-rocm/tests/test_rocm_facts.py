@@ -11,7 +11,9 @@ from hwbackends_rocm._arch import GFX, capability
 from hwbackends_rocm._attention import FLASH
 from hwbackends_rocm._quant import VERDICTS
 
-from hwbackends import Host, _facts
+from hwbackends import Host
+from hwbackends._kit import hf_tables as _facts
+from hwbackends._kit.hf_facts import QUANT_METHODS
 
 MI300 = {"vendor": "amd", "arch": "gfx942", "pci_bus_id": "0000:05:00.0"}
 ROCM_TORCH = {"version": "2.8.0+rocm6.4", "hip": "6.4.43482"}
@@ -98,5 +100,5 @@ def test_tables_are_sourced_and_consistent() -> None:
     for r in FLASH:
         assert (r.package_archs or set()) <= archs and (r.hub_archs or set()) <= archs
     methods = {v.method for v in VERDICTS}
-    assert methods <= set(_facts.QUANT_METHODS)
-    assert set(_facts.QUANT_METHODS) - methods == set()  # every Transformers method has a verdict
+    assert methods <= set(QUANT_METHODS)
+    assert set(QUANT_METHODS) - methods == set()  # every Transformers method has a verdict

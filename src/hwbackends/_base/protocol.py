@@ -1,0 +1,374 @@
+"""What a backend is: the ``Backend`` protocol and the plain data it returns.
+
+Everything here is a frozen dataclass with ``to_dict()`` so that reports, the CLI's ``--json``
+and the docs all show the same facts.
+"""
+
+from __future__ import annotations
+
+from _collections_abc import Mapping  # collections.abc's classes, without importing collections
+
+from hwbackends._base.guard import ResultError
+from hwbackends._base.record import field, frozen
+from hwbackends._version import API_VERSION
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Literal
+
+    from hwbackends._base.backend import Backend
+
+    _T = Any
+    Precision = Literal["bf16", "fp16", "fp32"]
+    SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
+
+
+__all__ = [
+    "API_VERSION",
+    "AttentionOption",
+    "Backend",
+    "Capabilities",
+    "Device",
+    "Limitation",
+    "Probe",
+    "QuantSupport",
+]
+
+
+@frozen
+class Device:
+    """One device as this process will see it."""
+
+    backend: str
+    device_type: str
+    index: int  # logical: what torch calls f"{device_type}:{index}"
+    physical_index: int  # the runtime's physical enumeration (see hwbackends.visibility)
+    uuid: str | None = None
+    pci_bus_id: str | None = None
+    name: str | None = None
+    arch: str | None = None
+    memory_bytes: int | None = None
+    sub_index: int | None = None  # MIG instance, tile or NeuronCore within its device
+    label: str | None = None
+
+    @property
+    def torch_device(self) -> str:
+        # torch has one CPU device; "cpu" is the idiomatic spelling.
+        return "cpu" if self.device_type == "cpu" else f"{self.device_type}:{self.index}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "physical_index": self.physical_index,
+            "torch_device": self.torch_device,
+            "uuid": self.uuid,
+            "pci_bus_id": self.pci_bus_id,
+            "name": self.name,
+            "arch": self.arch,
+            "memory_bytes": self.memory_bytes,
+            "sub_index": self.sub_index,
+            "label": self.label,
+        }
+
+
+@frozen
+class Probe:
+    """The answer to two questions: is the hardware here, and is the software ready for it?"""
+
+    backend: str
+    hardware_present: bool
+    software_ready: bool
+    reason: str
+    hint: str | None = None
+    evidence: tuple[str, ...] = ()
+
+    @property
+    def available(self) -> bool:
+        return self.hardware_present and self.software_ready
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "available": self.available,
+            "hardware_present": self.hardware_present,
+            "software_ready": self.software_ready,
+            "reason": self.reason,
+            "hint": self.hint,
+            "evidence": list(self.evidence),
+        }
+
+
+@frozen
+class AttentionOption:
+    """One ``attn_implementation`` value and what it needs to load on this device.
+
+    ``name`` is the string given to Transformers. ``packages`` must all be installed;
+    ``hub_kernel`` names a hub repository loaded through ``kernels`` instead of a package.
+    """
+
+    name: str
+    source: str
+    packages: tuple[str, ...] = ()
+    hub_kernel: str | None = None
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "packages": list(self.packages),
+            "hub_kernel": self.hub_kernel,
+            "note": self.note,
+            "source": self.source,
+        }
+
+
+@frozen
+class QuantSupport:
+    """Whether a quantization method works on a device: ``status`` with the reason, the
+    minimum architecture and the packages it needs."""
+
+    method: str
+    status: SupportLevel
+    reason: str
+    source: str
+    min_arch: str | None = None
+    packages: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "method": self.method,
+            "status": self.status,
+            "reason": self.reason,
+            "min_arch": self.min_arch,
+            "packages": list(self.packages),
+            "source": self.source,
+        }
+
+
+@frozen
+class Limitation:
+    """A known incompatibility, with what to do about it.
+
+    ``report_to_exclude`` lists ``TrainingArguments.report_to`` integrations to drop.
+    """
+
+    text: str
+    source: str
+    report_to_exclude: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "text": self.text,
+            "report_to_exclude": list(self.report_to_exclude),
+            "source": self.source,
+        }
+
+
+@frozen
+class Capabilities:
+    """What a device can do, each fact with its source (``sources`` maps field → source)."""
+
+    backend: str
+    device_type: str
+    arch: str | None
+    dtypes: tuple[str, ...]
+    training_precision: Precision
+    attention: tuple[AttentionOption, ...]  # best first; the last entries always work
+    distributed_backend: str
+    kernel_device: str | None = None  # the ``kernels`` device key, or None if it has none
+    kernel_layers: tuple[str, ...] = ()
+    quantization: tuple[QuantSupport, ...] = ()
+    device_map_auto: bool = True  # can Accelerate's device_map="auto" see this device?
+    limitations: tuple[Limitation, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    # dtype for loading weights for inference; None: follow training_precision
+    inference_dtype: str | None = None
+
+    @property
+    def load_dtype(self) -> str:
+        """The torch dtype name to load weights in (``bfloat16``, ``float16``, ``float32``)."""
+        if self.inference_dtype is not None:
+            return self.inference_dtype
+        return {"bf16": "bfloat16", "fp16": "float16"}.get(self.training_precision, "float32")
+
+    def quant(self, method: str) -> QuantSupport:
+        key = method.lower().replace("-", "_")
+        for q in self.quantization:
+            if q.method == key:
+                return q
+        return QuantSupport(
+            method=key,
+            status="unknown",
+            reason=f"the {self.backend} backend has no data on {method!r}",
+            source="hwbackends: no fact recorded",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "device_type": self.device_type,
+            "arch": self.arch,
+            "dtypes": list(self.dtypes),
+            "training_precision": self.training_precision,
+            "attention": [a.to_dict() for a in self.attention],
+            "distributed_backend": self.distributed_backend,
+            "kernel_device": self.kernel_device,
+            "kernel_layers": list(self.kernel_layers),
+            "quantization": [q.to_dict() for q in self.quantization],
+            "device_map_auto": self.device_map_auto,
+            "limitations": [lim.to_dict() for lim in self.limitations],
+            "load_dtype": self.load_dtype,
+            "sources": dict(self.sources),
+        }
+
+
+# -- checking what a plugin returns ----------------------------------------------------------
+# A plugin's value is copied field by field into a fresh instance after each field's type is
+# checked: the copy cannot change later (a property that raises or changes type on a second
+# access), and a string "False" cannot make a backend available.
+
+
+def _str(v: object) -> bool:
+    return isinstance(v, str)
+
+
+def _opt_str(v: object) -> bool:
+    return v is None or isinstance(v, str)
+
+
+def _int(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _opt_int(v: object) -> bool:
+    return v is None or _int(v)
+
+
+def _bool(v: object) -> bool:
+    return v is True or v is False
+
+
+def _strs(v: object) -> bool:
+    return isinstance(v, tuple) and all(isinstance(x, str) for x in v)
+
+
+def _one_of(*allowed: str) -> Any:
+    return lambda v: v in allowed and isinstance(v, str)
+
+
+def _tuple_of(cls: type) -> Any:
+    return lambda v: isinstance(v, tuple) and all(isinstance(x, cls) for x in v)
+
+
+def _str_map(v: object) -> bool:
+    return isinstance(v, Mapping) and all(
+        isinstance(k, str) and isinstance(x, str) for k, x in v.items()
+    )
+
+
+_SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
+    Probe: {
+        "backend": (_str, "str"),
+        "hardware_present": (_bool, "bool"),
+        "software_ready": (_bool, "bool"),
+        "reason": (_str, "str"),
+        "hint": (_opt_str, "str or None"),
+        "evidence": (_strs, "tuple of str"),
+    },
+    Device: {
+        "backend": (_str, "str"),
+        "device_type": (_str, "str"),
+        "index": (_int, "int"),
+        "physical_index": (_int, "int"),
+        "uuid": (_opt_str, "str or None"),
+        "pci_bus_id": (_opt_str, "str or None"),
+        "name": (_opt_str, "str or None"),
+        "arch": (_opt_str, "str or None"),
+        "memory_bytes": (_opt_int, "int or None"),
+        "sub_index": (_opt_int, "int or None"),
+        "label": (_opt_str, "str or None"),
+    },
+    AttentionOption: {
+        "name": (_str, "str"),
+        "source": (_str, "str"),
+        "packages": (_strs, "tuple of str"),
+        "hub_kernel": (_opt_str, "str or None"),
+        "note": (_str, "str"),
+    },
+    QuantSupport: {
+        "method": (_str, "str"),
+        "status": (_one_of("supported", "partial", "unsupported", "unknown"), "a SupportLevel"),
+        "reason": (_str, "str"),
+        "source": (_str, "str"),
+        "min_arch": (_opt_str, "str or None"),
+        "packages": (_strs, "tuple of str"),
+    },
+    Limitation: {
+        "text": (_str, "str"),
+        "source": (_str, "str"),
+        "report_to_exclude": (_strs, "tuple of str"),
+    },
+    Capabilities: {
+        "backend": (_str, "str"),
+        "device_type": (_str, "str"),
+        "arch": (_opt_str, "str or None"),
+        "dtypes": (_strs, "tuple of str"),
+        "training_precision": (_one_of("bf16", "fp16", "fp32"), "'bf16', 'fp16' or 'fp32'"),
+        "attention": (_tuple_of(AttentionOption), "tuple of AttentionOption"),
+        "distributed_backend": (_str, "str"),
+        "kernel_device": (_opt_str, "str or None"),
+        "kernel_layers": (_strs, "tuple of str"),
+        "quantization": (_tuple_of(QuantSupport), "tuple of QuantSupport"),
+        "device_map_auto": (_bool, "bool"),
+        "limitations": (_tuple_of(Limitation), "tuple of Limitation"),
+        "sources": (_str_map, "mapping of str to str"),
+        "inference_dtype": (_opt_str, "str or None"),
+    },
+}
+
+_ELEMENTS = {"attention": AttentionOption, "quantization": QuantSupport, "limitations": Limitation}
+
+
+def checked(value: object, cls: type[_T], what: str) -> _T:
+    """A fresh ``cls`` with ``value``'s fields, each of the declared type; else ``ResultError``
+    naming ``what`` (``"acme.probe()"``), the fields and the types expected."""
+    if not isinstance(value, cls):
+        raise ResultError(
+            f"{what} returned {type(value).__name__}, expected hwbackends.{cls.__name__}"
+        )
+    fields: dict[str, Any] = {}
+    bad: list[str] = []
+    for name, (ok, expected) in _SCHEMAS[cls].items():
+        v = getattr(value, name)
+        if not ok(v):
+            shown = repr(v)
+            bad.append(f"{name}={shown[:40]} (expected {expected})")
+            continue
+        element = _ELEMENTS.get(name) if cls is Capabilities else None
+        if element is not None:
+            v = tuple(checked(x, element, what) for x in v)
+        elif isinstance(v, Mapping):
+            v = dict(v)
+        elif isinstance(v, tuple):
+            v = tuple(v)
+        fields[name] = v
+    if bad:
+        raise ResultError(
+            f"{what} returned a {cls.__name__} with mistyped field(s): {'; '.join(bad)}"
+        )
+    return cls(**fields)
+
+
+def __getattr__(name: str) -> object:
+    # typing-heavy names load on first use: the selection path never needs them
+    if name == "Backend":
+        from hwbackends._base.backend import Backend
+
+        return Backend
+    if name in ("Precision", "SupportLevel"):
+        from typing import Literal
+
+        if name == "Precision":
+            return Literal["bf16", "fp16", "fp32"]
+        return Literal["supported", "partial", "unsupported", "unknown"]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,0 +1,133 @@
+"""The library's own ``HWBACKENDS_*`` variables, parsed and validated.
+
+Pure: read from the mapping given, standard library only, no plugin code."""
+
+from __future__ import annotations
+
+from hwbackends._base.guard import DEFAULT_TIMEOUT, timeout_from
+from hwbackends._base.record import frozen
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from hwbackends._discovery.scan import EntryPointSpec
+
+
+#: The library's own variables, read from the environment given (or os.environ).
+SETTINGS_VARS = (
+    "HWBACKENDS_BACKEND",
+    "HWBACKENDS_PLUGINS",
+    "HWBACKENDS_DISABLE",
+    "HWBACKENDS_STRICT",
+    "HWBACKENDS_HOST",
+    "HWBACKENDS_DEBUG",
+    "HWBACKENDS_DISCOVERY",
+    "HWBACKENDS_NO_CACHE",
+    "HWBACKENDS_TIMEOUT",
+)
+
+
+def _names(value: str | None) -> frozenset[str] | None:
+    if value is None:
+        return None
+    return frozenset(p.strip().lower() for p in value.split(",") if p.strip())
+
+
+@frozen
+class Settings:
+    """The ``HWBACKENDS_*`` variables, parsed once."""
+
+    forced: str | None = None
+    allow: frozenset[str] | None = None  # None: every plugin; empty: none but the built-in cpu
+    deny: frozenset[str] = frozenset()
+    strict: bool = False
+    debug: bool = False
+    host_file: str | None = None
+    timeout: float = DEFAULT_TIMEOUT  # seconds per plugin call; 0: no limit
+    no_cache: bool = False
+    discovery: str = "auto"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> Settings:
+        forced = (env.get("HWBACKENDS_BACKEND") or "").strip().lower() or None
+        return cls(
+            forced=forced,
+            allow=_names(env.get("HWBACKENDS_PLUGINS")),
+            deny=_names(env.get("HWBACKENDS_DISABLE")) or frozenset(),
+            strict=truthy(env.get("HWBACKENDS_STRICT"), "HWBACKENDS_STRICT"),
+            debug=truthy(env.get("HWBACKENDS_DEBUG"), "HWBACKENDS_DEBUG"),
+            host_file=env.get("HWBACKENDS_HOST") or None,
+            timeout=timeout_from(env),
+            no_cache=truthy(env.get("HWBACKENDS_NO_CACHE"), "HWBACKENDS_NO_CACHE"),
+            discovery=_choice(env.get("HWBACKENDS_DISCOVERY"), "HWBACKENDS_DISCOVERY"),
+        )
+
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+_FALSE = ("", "0", "false", "no", "off")
+
+
+#: HWBACKENDS_DISCOVERY: "" / "auto" scan sys.path directly where possible, "importlib" always
+#: asks importlib.metadata (see _discovery.fast_scan_possible).
+_DISCOVERY = ("auto", "importlib")
+
+
+def truthy(v: str | None, name: str = "the switch") -> bool:
+    """A switch's value; a typo (``maybe``, ``ture``) is refused, never read as off."""
+    word = (v or "").strip().lower()
+    if word in _TRUE:
+        return True
+    if word in _FALSE:
+        return False
+    from hwbackends._base.errors import SettingsError
+
+    raise SettingsError(
+        f"{name}={v!r} is not a switch value{close_matches(word, _TRUE + _FALSE[1:])}",
+        f"one of {', '.join(_TRUE)} to turn it on, or {', '.join(_FALSE[1:])} or empty for off",
+        f"set {name}=1 or {name}=0, or unset it",
+    )
+
+
+def _choice(v: str | None, name: str) -> str:
+    word = (v or "").strip().lower()
+    if word in ("", *_DISCOVERY):
+        return word or "auto"
+    from hwbackends._base.errors import SettingsError
+
+    raise SettingsError(
+        f"{name}={v!r} is not a discovery method{close_matches(word, _DISCOVERY)}",
+        f"one of {', '.join(_DISCOVERY)} (or unset, which is auto)",
+        f"set {name}=importlib to ask importlib.metadata, or unset it",
+    )
+
+
+def unknown_settings(env: Mapping[str, str]) -> list[str]:
+    """A misspelled HWBACKENDS_* variable is otherwise ignored without a word."""
+    out = []
+    for key in sorted(k for k in env if k.startswith("HWBACKENDS_") and k not in SETTINGS_VARS):
+        near = close_matches(key, SETTINGS_VARS)
+        known = near or f" (the variables are {', '.join(SETTINGS_VARS)})"
+        out.append(f"{key} is not a hwbackends variable and is ignored{known}")
+    return out
+
+
+def close_matches(name: str, names: Iterable[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, sorted(names), n=3, cutoff=0.5)
+    return f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
+
+
+def listed(spec: EntryPointSpec, names: frozenset[str]) -> bool:
+    return spec.name in names or spec.dist in names
+
+
+def allowed(spec: EntryPointSpec, s: Settings) -> bool:
+    if listed(spec, s.deny):
+        return False
+    if s.allow is None or spec.name == "cpu":
+        return True  # the built-in cpu cannot be filtered out by an allow-list, only denied
+    return listed(spec, s.allow)

@@ -1,0 +1,135 @@
+"""Version arithmetic and torch builds: what probes need, without the Transformers readers.
+
+Split from ``_facts`` so that selection imports only this: PEP 440 ordering of release
+numbers (``packaging`` only for pre-, post- and dev-releases), the PyTorch wheel index of each
+torch build, and why an installed torch cannot drive a device.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from hwbackends._machine.host import Host
+
+__all__ = [
+    "TORCH_INDEXES",
+    "describes_drivers",
+    "release",
+    "torch_build_problem",
+    "torch_install_hint",
+    "version_in_range",
+]
+
+
+# -- versions ------------------------------------------------------------------------------
+
+
+def release(version: str | None) -> tuple[int, ...]:
+    """The leading release numbers of a version (``"2.8.0+cu128"`` -> ``(2, 8, 0)``)."""
+    out: list[int] = []
+    for part in (version or "").split("+")[0].split("."):
+        digits = ""
+        for ch in part:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        out.append(int(digits))
+        if len(digits) != len(part):
+            break  # "0rc1": a pre-release tail ends the release numbers
+    return tuple(out)
+
+
+def _release_key(text: str) -> tuple[int, ...] | None:
+    parts = text.split(".")
+    if not all(p.isascii() and p.isdigit() for p in parts):
+        return None
+    key = [int(p) for p in parts]
+    while len(key) > 1 and key[-1] == 0:
+        key.pop()  # 1.0 == 1.0.0 in PEP 440
+    return tuple(key)
+
+
+def _plain_order(version: str | None, low: str, high: str | None) -> bool | None:
+    """The PEP 440 answer for plain release numbers (and a local label such as ``+cu128``)
+    without importing ``packaging``; None when anything else needs it (pre, post, dev)."""
+    public, plus, _local = (version or "").strip().partition("+")
+    v = _release_key(public)
+    lo = _release_key(low)
+    hi = _release_key(high) if high is not None else ()
+    if v is None or lo is None or hi is None or (plus and not _local):
+        return None
+    # a local label sorts after its public version: 2.8.0+cu128 > 2.8.0
+    above_low = v > lo or (v == lo)
+    below_high = high is None or v < hi
+    return above_low and below_high
+
+
+def version_in_range(version: str | None, low: str, high: str | None = None) -> bool | None:
+    """``low <= version < high`` ordered as PEP 440 orders versions; None when unreadable.
+
+    Pre-releases and dev releases sort before their release (``0.18.0rc1 < 0.18.0``), as in
+    ``packaging.version``, which is what Transformers' own version checks use.
+    """
+    plain = _plain_order(version, low, high)
+    if plain is not None:
+        return plain
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        v, lo = Version(version or ""), Version(low)
+        hi = Version(high) if high is not None else None
+    except InvalidVersion:
+        return None
+    return lo <= v and (hi is None or v < hi)
+
+
+# -- torch wheels --------------------------------------------------------------------------
+
+_WHEEL_SOURCE = "https://pytorch.org/get-started/locally/ (install selector: pip + index URL)"
+#: torch build flavour -> the download.pytorch.org index that serves it.
+TORCH_INDEXES: Mapping[str, str] = {
+    "cuda": "https://download.pytorch.org/whl/cu128",
+    "rocm": "https://download.pytorch.org/whl/rocm6.4",
+    "xpu": "https://download.pytorch.org/whl/xpu",
+    "cpu": "https://download.pytorch.org/whl/cpu",
+}
+
+
+def torch_install_hint(flavour: str) -> str:
+    """The pip command that installs a torch build of ``flavour`` (cuda, rocm, xpu, cpu).
+
+    Source: the PyTorch install selector (``_WHEEL_SOURCE``); the CUDA and ROCm index names
+    are the ones current for torch 2.8 and later (cu128, rocm6.4).
+    """
+    index = TORCH_INDEXES.get(flavour)
+    if index is None:
+        raise ValueError(f"no torch wheel index is known for {flavour!r}")
+    return f"pip install torch --index-url {index}"
+
+
+def torch_build_problem(host: Host, flavour: str) -> tuple[str, str] | None:
+    """Why the host's torch cannot drive a ``flavour`` device, and the command that fixes it."""
+    fix = torch_install_hint(flavour)
+    if host.torch is None:
+        return "torch is not installed", fix
+    if host.torch.flavour != flavour:
+        return (
+            f"the installed torch {host.torch.version} is a {host.torch.flavour} build, not a "
+            f"{flavour} build",
+            f"{fix} (replaces the {host.torch.flavour} build)",
+        )
+    return None
+
+
+def describes_drivers(host: Host) -> bool:
+    """Whether the host says anything about kernel drivers and ``/dev`` nodes.
+
+    The real machine always does. A host file that lists neither ``drivers`` nor
+    ``device_nodes`` leaves them unknown: plugins should then assume the driver is loaded
+    rather than report a missing driver the file never described.
+    """
+    return not host.simulated or bool(host.drivers) or bool(host.device_nodes)

@@ -1,0 +1,316 @@
+"""Loading plugins: import an entry point under the guard, check it, construct it, once.
+
+The installed backends' declarations (PCI ids, ``/dev`` patterns, hooks) are what the machine
+reader reads through, so loading sits below the machine model and selection: the default
+:class:`Plugins` is shared by the reader and the selection registry, and one instance of each
+plugin serves both."""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+import time
+from functools import partial
+
+from hwbackends._base.guard import PluginFault, call, call_many, describe
+from hwbackends._base.protocol import API_VERSION
+from hwbackends._base.record import frozen
+from hwbackends._base.settings import Settings, allowed
+from hwbackends._discovery.instances import INSTANCES
+from hwbackends._discovery.scan import EntryPointSpec, discover
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from typing import Any, TypeVar
+
+    from hwbackends._base.protocol import Backend
+
+    _T = TypeVar("_T")
+
+Broken = PluginFault  # what every guarded plugin call raises
+
+
+def guarded(
+    what: str,
+    fn: Callable[[], _T],
+    passthrough: tuple[type[BaseException], ...] = (),
+    timeout: float | None = None,
+) -> _T:
+    """Run plugin code under ``hwbackends._base.guard.call``: a time limit, every exception and
+    every environment write the plugin's own thread made become ``Broken``."""
+    return call(what, fn, timeout=timeout, passthrough=passthrough)
+
+
+def api_problem(cls: type, dist: str = "the plugin") -> str | None:
+    """Why a backend class's declared API version is refused, or None."""
+    api = getattr(cls, "api_version", None)
+    if api == API_VERSION:
+        return None
+    return (
+        f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
+        f"version {API_VERSION}; install a release of {dist} built for hwbackends "
+        f"API {API_VERSION}, or a hwbackends release matching the plugin"
+    )
+
+
+_IDENTITY = ("name", "device_type", "priority")
+
+
+_METHODS = ("probe", "devices", "capabilities", "visibility_env")
+
+
+def protocol_problems(
+    inst: object, expected_name: str | None = None, *, values: Mapping[str, Any] | None = None
+) -> list[str]:
+    """What keeps a backend instance from satisfying the protocol (empty: nothing).
+
+    ``values``: the attributes already read once from ``inst`` (each read exactly once, so a
+    property that changes on a later access is judged by what selection will use)."""
+    cls = type(inst).__name__
+    got = (
+        values
+        if values is not None
+        else {a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS)}
+    )
+    missing = [
+        attr
+        for attr, kind in (("name", str), ("device_type", str), ("priority", int))
+        if not isinstance(got.get(attr), kind) or isinstance(got.get(attr), bool)
+    ]
+    missing += [m for m in _METHODS if not callable(got.get(m))]
+    problems = []
+    if missing:
+        problems.append(
+            f"{cls} does not satisfy the Backend protocol: missing or mistyped "
+            f"{', '.join(missing)} (see hwbackends.Backend; subclass hwbackends.plugin.BaseBackend)"
+        )
+    name = got.get("name")
+    if expected_name is not None and isinstance(name, str) and name != expected_name:
+        problems.append(
+            f"{cls}.name is {name!r} but its entry point is named {expected_name!r}; "
+            "they must be equal"
+        )
+    return problems
+
+
+@frozen
+class Meta:
+    """A backend's identity, read once when it loads: selection uses these copies, so an
+    attribute that raises or changes type on a later access cannot derail it."""
+
+    name: str
+    device_type: str
+    priority: int
+    vendor: str | None
+
+
+def inspect_backend(inst: object, expected_name: str) -> Meta:
+    values: dict[str, Any] = {a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "vendor")}
+    problems = protocol_problems(inst, expected_name, values=values)
+    if problems:
+        raise Broken(problems[0])
+    if expected_name != expected_name.lower():
+        raise Broken(
+            f"the entry point name {expected_name!r} has upper-case letters, but backend names "
+            f"are lower case (HWBACKENDS_BACKEND and get() lower-case what they are given); "
+            f"rename the entry point and the class's name to {expected_name.lower()!r}"
+        )
+    vendor = values["vendor"]
+    return Meta(
+        values["name"],
+        values["device_type"],
+        values["priority"],
+        vendor if isinstance(vendor, str) and vendor else None,
+    )
+
+
+def load_plugin(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, Meta]:
+    """Import, check and construct one plugin: one guarded call (one thread hand-off), each
+    step named in the fault it raises."""
+
+    def fail(step: str, exc: BaseException) -> PluginFault:
+        import traceback
+
+        return PluginFault(f"{step} raised {describe(exc)}", traceback.format_exc())
+
+    def steps() -> tuple[Backend, Meta]:
+        try:
+            __import__(spec.module)  # importlib itself is not needed for one import
+            obj: Any = sys.modules[spec.module]
+            for part in spec.attr.split(".") if spec.attr else ():
+                obj = getattr(obj, part)
+        except KeyboardInterrupt:
+            raise  # inline: the user's Ctrl-C; on a worker the guard reports it as the plugin's
+        except BaseException as exc:
+            raise fail(f"importing {spec.value!r}", exc) from None
+        if not isinstance(obj, type):
+            raise Broken(f"{spec.value!r} is a {type(obj).__name__}, expected a backend class")
+        cls: type = obj
+        try:
+            problem = api_problem(cls, spec.dist)
+        except Exception as exc:
+            raise fail(f"reading {spec.value!r}.api_version", exc) from None
+        if problem:
+            raise Broken(problem)
+        try:
+            inst = cls()
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:
+            raise fail(f"constructing {cls.__name__}()", exc) from None
+        try:
+            return inst, inspect_backend(inst, spec.name)
+        except PluginFault:
+            raise
+        except Exception as exc:
+            raise fail(f"reading the attributes of {cls.__name__}()", exc) from None
+
+    return guarded(f"loading {spec.value!r}", steps, timeout=timeout)
+
+
+def builtin_specs() -> list[EntryPointSpec]:
+    return [EntryPointSpec("cpu", "hwbackends._kit.cpu:CpuBackend", "hwbackends", _version())]
+
+
+def _version() -> str:
+    from hwbackends._version import __version__
+
+    return __version__
+
+
+class Plugins:
+    """The entry points of one search path, each plugin loaded (imported, checked,
+    constructed) at most once."""
+
+    def __init__(
+        self,
+        specs: Iterable[EntryPointSpec] | None = None,
+        *,
+        path: list[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        t0 = time.perf_counter()
+        if specs is None:
+            found, method = discover(path, env=env)
+        else:
+            found, method = list(specs), "given"
+        self.discovery = method
+        self.discovery_ms = (time.perf_counter() - t0) * 1000
+        self.specs = builtin_specs() + found
+        self._loaded: dict[int, tuple[Backend, Meta] | Broken] = {}
+        self._load_lock = _thread.RLock()
+
+    def share(self, other: Plugins) -> None:
+        """Use ``other``'s entry points and loaded plugins (the same objects, not copies)."""
+        self.__dict__.update(other.__dict__)
+
+    def names(self) -> list[str]:
+        return sorted({s.name for s in self.specs})
+
+    def load(self, spec: EntryPointSpec, timeout: float | None = None) -> Backend:
+        """Import one plugin (once); raises ``Broken``."""
+        return self.loaded(spec, timeout)[0]
+
+    def loaded(self, spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, Meta]:
+        """The plugin's instance and the identity read from it at load; raises ``Broken``."""
+        key = id(spec)
+        got = self._loaded.get(key)
+        if got is None:
+            with self._load_lock:  # threads asking at once import and construct it once
+                got = self._loaded.get(key)
+                if got is None:
+                    got = self._loaded[key] = self._load_now(spec, timeout)
+        if isinstance(got, Broken):
+            raise got
+        return got
+
+    def preload(self, specs: Iterable[EntryPointSpec], timeout: float | None = None) -> None:
+        """Load several plugins with one thread hand-off (``guarded.call_many``); the registry
+        lock is not held while plugin code runs, so a plugin that hangs blocks nobody."""
+        todo = [s for s in specs if id(s) not in self._loaded and INSTANCES.get(s.value) is None]
+        if len(todo) < 2:
+            return  # loaded() does it, with the same guard
+        results = call_many(
+            [(f"loading {s.value!r}", partial(load_plugin, s, 0.0)) for s in todo], timeout=timeout
+        )
+        with self._load_lock:
+            for s, (_ok, value) in zip(todo, results, strict=True):
+                self._loaded.setdefault(id(s), value)  # (instance, meta) or the fault
+
+    def _load_now(
+        self, spec: EntryPointSpec, timeout: float | None
+    ) -> tuple[Backend, Meta] | Broken:
+        known = INSTANCES.get(spec.value)  # made by the selection cache in this process
+        try:
+            if known is None:
+                return load_plugin(spec, timeout)
+            meta = guarded(
+                f"reading the attributes of {type(known).__name__}()",
+                lambda: inspect_backend(known, spec.name),
+                timeout=timeout,
+            )
+            return known, meta
+        except Broken as exc:
+            return exc
+
+
+# -- the installed plugins of this process --------------------------------------------------
+
+# Made at import, not on first use: two threads must never each make their own.
+_default_lock = _thread.allocate_lock()
+_default: Plugins | None = None
+
+
+def default_plugins() -> Plugins:
+    """The plugins installed on ``sys.path``, discovered once per process (``reset`` forgets)."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = Plugins()
+    return _default
+
+
+def installed_backends(
+    env: Mapping[str, str] | None = None, plugins: Plugins | None = None
+) -> list[Backend]:
+    """Every backend of ``plugins`` (default: the installed ones) that loads, less those
+    disabled by ``HWBACKENDS_PLUGINS`` / ``HWBACKENDS_DISABLE``: whose declarations say what
+    hardware to read."""
+    settings = Settings.from_env(os.environ if env is None else env)
+    if plugins is None:
+        plugins = default_plugins()
+    out: list[Backend] = []
+    seen: set[str] = set()
+    first = {s.name: s for s in reversed(plugins.specs)}  # the first spec of each name wins
+    plugins.preload([s for s in first.values() if allowed(s, settings)], timeout=settings.timeout)
+    for spec in plugins.specs:
+        if spec.name in seen or not allowed(spec, settings):
+            continue
+        seen.add(spec.name)
+        try:
+            out.append(plugins.load(spec))
+        except Broken:
+            continue  # selection reports it
+    return out
+
+
+def forget() -> None:
+    """Forget the discovered entry points and loaded plugins (``hwbackends.reset``)."""
+    global _default
+    _default = None
+    INSTANCES.clear()
+
+
+def _after_fork_in_child() -> None:
+    # A thread of the parent may have held these at fork; it does not exist in the child.
+    global _default_lock
+    _default_lock = _thread.allocate_lock()
+    if _default is not None:
+        _default._load_lock = _thread.RLock()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)

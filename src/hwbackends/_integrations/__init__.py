@@ -1,0 +1,3 @@
+"""What the integrations share beyond their public modules: launch detection, launch plans and the
+smoke test.
+"""

@@ -1,0 +1,290 @@
+"""Reading a real machine (or a copy of one under ``root``) into a ``Host``.
+
+Only files are read: sysfs, ``/dev``, ``/proc`` and the ``*.dist-info`` folders on
+``sys.path``. What counts as hardware comes from the installed backends' declarations (PCI
+ids, ``/dev`` patterns) and their ``read_devices``/``read_drivers`` hooks, which run under the
+plugin guard. Torch and vendor SDKs are never imported and no device is opened, so a process
+can fork safely after probing (DESIGN.md, rule 2)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from _collections_abc import Mapping  # collections.abc's classes, without importing collections
+
+from hwbackends._base.files import _listdir, _read_text, match_node
+from hwbackends._base.guard import PluginFault, call, describe
+from hwbackends._discovery.catalog import KNOWN_PLUGINS
+from hwbackends._discovery.dists import _scan_packages
+from hwbackends._discovery.loading import installed_backends
+from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+    from typing import Any, TypeVar
+
+    _R = TypeVar("_R")
+
+
+def read_system(
+    root: str = "/",
+    *,
+    path: Sequence[str] | None = None,
+    system: str | None = None,
+    backends: Sequence[Any] | None = None,
+) -> dict[str, Any]:
+    """The fields of ``Host.from_system(...)``: this machine, or the copy of one under ``root``.
+
+    ``backends`` default to the installed ones (less those disabled by the settings).
+    """
+    if hasattr(os, "uname"):  # what platform.system()/machine() return, without importing it
+        uts = os.uname()
+        sysname, machine = system or uts.sysname, uts.machine
+    else:  # pragma: no cover - Windows
+        import platform
+
+        sysname, machine = system or platform.system(), platform.machine()
+    if backends is None:
+        backends = installed_backends()
+    search = list(sys.path if path is None else path)
+    packages = dict(_scan_packages(search))
+    errors: dict[str, str] = {}
+    devices = _read_devices(root, sysname, machine, backends, errors)
+    return dict(
+        system=sysname,
+        machine=machine,
+        torch=_read_torch_build(search),
+        packages=packages,
+        devices=devices,
+        env=None,
+        cpu=_read_cpu(root),
+        device_nodes=_read_dev_nodes(root, backends),
+        drivers=_read_drivers(root, backends, errors),
+        source="system",
+        python=".".join(map(str, sys.version_info[:3])),
+        memory_bytes=_read_memtotal(root),
+        reader_errors=errors,
+    )
+
+
+# PCI classes that are accelerators whoever makes them: processing accelerators (0x12) and
+# co-processors (0x0b40). Found and claimed by no installed backend, they are shown as
+# unclaimed hardware.
+_ACCEL_BASE_CLASS = 0x12
+
+
+_COPROCESSOR_CLASS = 0x0B40
+
+
+def _read_torch_build(path: Iterable[str]) -> TorchBuild | None:
+    for entry in path:
+        text = _read_text(os.path.join(entry or ".", "torch", "version.py"))
+        if text is None:
+            continue
+        values: dict[str, str | None] = {}
+        for line in text.splitlines():
+            name, sep, rhs = line.partition("=")
+            if not sep:
+                continue
+            name = name.partition(":")[0].strip()
+            rhs = rhs.strip()
+            if rhs == "None":
+                values[name] = None
+            elif len(rhs) >= 2 and rhs[0] == rhs[-1] and rhs[0] in "'\"":
+                values[name] = rhs[1:-1]
+        version = values.get("__version__")
+        if not version:
+            return None
+        return TorchBuild(
+            version=version, cuda=values.get("cuda"), hip=values.get("hip"), xpu=values.get("xpu")
+        )
+    return None
+
+
+def _hex(text: str | None) -> int | None:
+    t = (text or "").strip().lower()
+    if not t.startswith("0x") or not 2 < len(t) <= 10:
+        return None
+    try:
+        return int(t, 16)
+    except ValueError:
+        return None
+
+
+def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
+    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass."""
+    if not allowed:
+        return True
+    base, sub = klass >> 16, klass >> 8
+    return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
+
+
+def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
+    ids = getattr(obj, "pci_vendor_ids", ())
+    if vid not in ids:
+        return False
+    dids = getattr(obj, "pci_device_ids", ())
+    if dids and did not in dids:
+        return False
+    return _class_ok(klass, getattr(obj, "pci_classes", ()))
+
+
+def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R]) -> _R | None:
+    """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised.
+
+    A hook the plugin does not override is ``BaseBackend``'s own code: it runs inline (no
+    thread hand-off), its errors recorded the same way."""
+    name = backend.name if isinstance(getattr(backend, "name", None), str) else "?"
+    method = what.partition("(")[0]
+    # BaseBackend marks its own hooks (the reader sits below the plugin kit and cannot import
+    # it): those run inline, with no thread hand-off.
+    if getattr(getattr(type(backend), method, None), "hwbackends_default", False):
+        try:
+            return fn()
+        except Exception as exc:
+            errors.setdefault(name, f"{name}.{what} raised {describe(exc)}")
+            return None
+    try:
+        return call(f"{name}.{what}", fn)
+    except PluginFault as exc:
+        errors.setdefault(name, exc.reason)
+        return None
+
+
+class _Function:
+    """One PCI function being read."""
+
+    __slots__ = ("bus", "did", "folder", "klass", "vid")
+
+    def __init__(self, folder: str, bus: str, vid: int, did: int | None, klass: str) -> None:
+        self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
+
+    def device(self, vendor: str, unclaimed: bool = False) -> HostDevice:
+        # amdgpu exposes the VRAM size here; other drivers leave it out
+        mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
+        extra: dict[str, Any] = {"pci_class": self.klass}
+        if unclaimed:
+            extra["unclaimed"] = True
+            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
+        return HostDevice(
+            vendor=vendor,
+            pci_bus_id=self.bus,
+            pci_device_id=f"0x{self.did:04x}" if self.did is not None else None,
+            memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
+            extra=extra,
+        )
+
+
+def _read_devices(
+    root: str, sysname: str, machine: str, backends: Sequence[Any], errors: dict[str, str]
+) -> tuple[HostDevice, ...]:
+    """PCI functions claimed by ``backends`` (then ordered by each one's hook), plus known
+    and unclaimed accelerators."""
+    claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
+    served = {getattr(b, "vendor", None) for b in backends}
+    known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
+    own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
+    others: list[HostDevice] = []
+    base = os.path.join(root, "sys/bus/pci/devices")
+    for bus in _listdir(base):  # sorted: PCI bus order, which is NVML's order
+        d = os.path.join(base, bus)
+        vid = _hex(_read_text(os.path.join(d, "vendor"), 32))
+        if vid is None:
+            continue
+        klass_text = (_read_text(os.path.join(d, "class"), 32) or "").strip().lower()
+        klass = _hex(klass_text) or 0
+        did = _hex(_read_text(os.path.join(d, "device"), 32))
+
+        fn = _Function(d, bus.lower(), vid, did, klass_text)
+        owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
+        if owner is not None:
+            own[id(owner)].append(fn.device(owner.vendor))
+            continue
+        cat = next((k for k in known if _claims(k, vid, did, klass)), None)
+        if cat is not None:
+            others.append(fn.device(cat.vendor))
+        elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
+            others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
+    out: list[HostDevice] = []
+    for b in backends:
+        found = tuple(own[id(b)])
+
+        def read(b: Any = b, found: tuple[HostDevice, ...] = found) -> tuple[HostDevice, ...]:
+            got = b.read_devices(root, found, system=sysname, machine=machine)
+            if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
+                raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
+            return tuple(got)
+
+        got = _hook(errors, b, "read_devices()", read)
+        out.extend(found if got is None else got)
+    return tuple(out + others)
+
+
+def _read_memtotal(root: str) -> int | None:
+    """System RAM from ``/proc/meminfo`` (``MemTotal:  N kB``); None where it is absent."""
+    text = _read_text(os.path.join(root, "proc/meminfo"), 1 << 12) or ""
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        if key == "MemTotal":
+            parts = rest.split()
+            if parts and parts[0].isdigit():
+                return int(parts[0]) * 1024
+    return None
+
+
+def _read_cpu(root: str) -> CpuInfo:
+    model = ""
+    flags: frozenset[str] = frozenset()
+    try:
+        with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8", errors="replace") as f:
+            for line in f:  # the first processor block is enough
+                if not line.strip():
+                    break
+                k, _, v = line.partition(":")
+                k = k.strip()
+                if k == "model name":
+                    model = v.strip()
+                elif k in ("flags", "Features"):
+                    flags = frozenset(v.split())
+    except OSError:
+        pass
+    return CpuInfo(model=model, count=os.cpu_count() or 1, flags=flags)
+
+
+def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
+    """``/dev`` names that match a declared pattern of an installed or known backend."""
+    patterns: set[str] = set()
+    for b in (*backends, *KNOWN_PLUGINS):
+        pats = getattr(b, "device_nodes", ())
+        if isinstance(pats, tuple):
+            patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
+    by_dir: dict[str, list[str]] = {}
+    for p in patterns:
+        folder, _, _ = p.rpartition("/")
+        by_dir.setdefault(folder, []).append(p)
+    found: list[str] = []
+    for folder, pats in by_dir.items():
+        for name in _listdir(os.path.join(root, "dev", folder)):
+            rel = f"{folder}/{name}" if folder else name
+            if any(match_node(p, rel) for p in pats):
+                found.append(rel)
+    return tuple(sorted(set(found)))
+
+
+def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) -> dict[str, str]:
+    drivers: dict[str, str] = {}
+    for b in backends:
+
+        def read(b: Any = b) -> dict[str, str]:
+            got = b.read_drivers(root)
+            if not isinstance(got, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in got.items()
+            ):
+                raise TypeError(f"returned {type(got).__name__}, expected dict[str, str]")
+            return dict(got)
+
+        got = _hook(errors, b, "read_drivers()", read)
+        if got is not None:
+            drivers.update(got)
+    return drivers

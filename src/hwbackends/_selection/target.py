@@ -1,0 +1,133 @@
+"""What the integrations work from: one backend, its visible devices, one device's facts."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from hwbackends._base.errors import BackendUnavailableError, HwBackendsError
+from hwbackends._base.protocol import Backend, Capabilities, Device, Probe
+from hwbackends._base.record import frozen
+from hwbackends._machine.host import Host
+
+__all__ = ["DEFAULT_BACKEND_FIX", "Target", "resolve_target", "torch_fix"]
+
+#: The fix for a named backend that cannot run here and whose probe offers none, worded for
+#: Python callers; the CLI (`--backend`) recognises it and gives its own instead.
+DEFAULT_BACKEND_FIX = "leave backend=None to use the selected backend"
+
+
+@frozen
+class Target:
+    backend: Backend
+    host: Host
+    env: Mapping[str, str]
+    devices: tuple[Device, ...]
+    device: Device | None
+    caps: Capabilities
+    backend_name: str = ""  # read once: a plugin's name property is not asked again
+
+    @property
+    def name(self) -> str:
+        return self.backend_name or self.backend.name
+
+
+def resolve_target(
+    backend: str | Backend | None = None,
+    device: Device | int | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    host: Host | None = None,
+) -> Target:
+    """Resolve the backend (chosen or named), its visible devices, and the device to use.
+
+    ``device`` may be a ``Device``, a logical index, or None for the process's device:
+    ``LOCAL_RANK`` under a launcher, else the first visible device.
+    """
+    from hwbackends._selection.registry import explain, get, plugin_call, resolve_inputs
+
+    e, h, _ = resolve_inputs(env, host)
+    name: str
+    if backend is None:
+        name = explain(env=e, host=h).chosen
+        b = get(name)
+    elif isinstance(backend, str):
+        name = backend.strip().lower()
+        b = get(name)
+        probe = plugin_call(name, "probe", lambda: b.probe(h), Probe)
+        if not probe.available:
+            raise BackendUnavailableError(
+                f"the {name} backend is not available here: {probe.reason}",
+                "a backend whose hardware and software are both ready",
+                probe.hint or DEFAULT_BACKEND_FIX,
+            )
+    else:
+        b = backend
+        name = str(getattr(backend, "name", type(backend).__name__))
+    devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
+    dev: Device | None
+    if isinstance(device, Device):
+        dev = device
+    elif isinstance(device, int) and not isinstance(device, bool):
+        if not 0 <= device < len(devices):
+            raise HwBackendsError(
+                f"device index {device} is out of range: {name} shows {len(devices)} "
+                "visible device(s) to this process",
+                f"a logical index from 0 to {len(devices) - 1}" if devices else "no index",
+                "check `hwbackends devices` and the visibility variables",
+            )
+        dev = devices[device]
+    elif device is None:
+        rank = _local_rank(e)
+        if devices and rank is not None and rank < len(devices) and name != "cpu":
+            dev = devices[rank]
+        else:
+            dev = devices[0] if devices else None
+    else:
+        raise HwBackendsError(
+            f"device={device!r} is not a device",
+            "a hwbackends.Device, a logical index, or None",
+        )
+    caps = plugin_call(name, "capabilities", lambda: b.capabilities(dev, host=h), Capabilities)
+    return Target(
+        backend=b, host=h, env=e, devices=devices, device=dev, caps=caps, backend_name=name
+    )
+
+
+def _local_rank(env: Mapping[str, str]) -> int | None:
+    v = env.get("LOCAL_RANK")
+    if v is not None and v.strip().isdigit():
+        return int(v)
+    return None
+
+
+def torch_fix(backend: Backend, host: Host) -> str:
+    """The command that makes torch importable for ``backend`` on this machine: the wheel
+    index of the backend's torch build (``torch_flavour``; the CPU wheel for cpu), else the
+    backend's own ``install_hint``, run with this interpreter's pip."""
+    import shlex
+    import sys
+
+    from hwbackends._base.versions import TORCH_INDEXES, torch_install_hint
+
+    try:  # a plugin's declarations, read defensively: this runs while reporting an error
+        name = str(getattr(backend, "name", ""))
+        flavour = getattr(backend, "torch_flavour", None)
+        hint = getattr(backend, "install_hint", "")
+    except Exception:
+        name, flavour, hint = "", None, ""
+    if name == "cpu":
+        flavour = "cpu"
+    if isinstance(flavour, str) and flavour in TORCH_INDEXES:
+        cmd = torch_install_hint(flavour)
+    elif isinstance(hint, str) and hint.strip():
+        cmd = hint.strip()
+    else:
+        cmd = "pip install torch"
+    if cmd.startswith("pip install "):  # the pip of the Python that must import torch
+        cmd = f"{shlex.quote(sys.executable)} -m {cmd}"
+    if host.torch is None:
+        return f"install torch: {cmd}"
+    # installed (its metadata is there) yet not importable: a broken or partial install
+    return f"reinstall torch, whose installed {host.torch.version} does not import: {cmd}" + (
+        " --force-reinstall" if cmd.endswith(tuple(TORCH_INDEXES.values())) else ""
+    )

@@ -1,0 +1,224 @@
+"""The ``hwbackends`` command: ``env``, ``plugins``, ``devices``, ``explain``, ``pin``,
+``launch-plan`` and ``smoke``.
+
+Exit codes: 0 the answer was given; 1 the answer is "no": ``plugins --check`` found a broken
+plugin, ``launch-plan`` found a problem, ``--confirm`` saw the runtime disagree or could not
+ask it (the report then says "could not check", why, and the fix, e.g. installing torch); 2
+bad input (one line on stderr naming the problem and the fix); 3 an internal error.
+Tracebacks appear only with ``HWBACKENDS_DEBUG=1``.
+
+One module per command (``_env``, ``_plugins``, ``_devices``, ``_explain``, ``_pin``,
+``_smoke``, ``_launch_plan``), over ``_inputs`` (what a command works from), ``_render`` (text
+output) and ``_output`` (the standard output a command owns); this module parses the command
+line and dispatches.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from hwbackends._base.errors import HwBackendsError
+from hwbackends.cli._devices import cmd_devices
+from hwbackends.cli._env import cmd_env
+from hwbackends.cli._explain import cmd_explain
+from hwbackends.cli._inputs import _CONFIRMABLE
+from hwbackends.cli._launch_plan import cmd_launch_plan
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, UsageError, prepare_stdout
+from hwbackends.cli._pin import cmd_pin
+from hwbackends.cli._plugins import cmd_plugins
+from hwbackends.cli._render import _Style as _Style  # the tests' style switch
+from hwbackends.cli._smoke import cmd_smoke
+
+if TYPE_CHECKING:
+    import argparse
+
+__all__ = ["JSON_SCHEMA_VERSION", "build_parser", "main"]
+
+
+# -- output ----------------------------------------------------------------------------------
+
+
+# -- shared inputs -------------------------------------------------------------------------
+
+
+# -- rendering -----------------------------------------------------------------------------
+
+
+# -- commands ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import argparse
+
+    from hwbackends._version import __version__
+
+    class Parser(argparse.ArgumentParser):
+        def error(self, message: str) -> NoReturn:
+            # argparse names the valid commands but not the one meant (Python < 3.14)
+            rest = message.partition("invalid choice: ")[2]
+            if rest:
+                import difflib
+
+                typed = rest.split("'")[1] if rest.count("'") >= 2 else ""
+                choices = rest.partition("choose from")[2].replace("'", " ").split(", ")
+                near = difflib.get_close_matches(typed, [c.strip() for c in choices], n=1)
+                if near:
+                    message += f"; did you mean {near[0]!r}?"
+            super().error(message)
+
+    def common_options(*, confirm: bool = True, host: bool = True) -> Parser:
+        """The shared options; one a command refuses is parsed (so the refusal can explain
+        itself) but left out of that command's --help."""
+
+        def shown(text: str, where: bool) -> str:
+            return text if where else argparse.SUPPRESS
+
+        common = Parser(add_help=False)
+        common.add_argument(
+            "--host", metavar="FILE", help=shown("simulate the host described by FILE", host)
+        )
+        common.add_argument(
+            "--root",
+            metavar="DIR",
+            help=shown(
+                "read the machine's sys/, proc/ and dev/ under DIR instead of / (a container "
+                "image, or a copied tree)",
+                host,
+            ),
+        )
+        common.add_argument(
+            "--env",
+            metavar="KEY=VALUE",
+            action="append",
+            help="simulate an environment variable (repeatable)",
+        )
+        common.add_argument("--backend", metavar="NAME", help="force a backend by name")
+        common.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
+        common.add_argument(
+            "--confirm",
+            action="store_true",
+            help=shown(
+                "also ask the real runtime, in a child process, and compare (starts the runtime)",
+                confirm,
+            ),
+        )
+        return common
+
+    common = common_options()
+    no_confirm = common_options(confirm=False)
+
+    p = Parser(
+        prog="hwbackends",
+        description="Which accelerator this process will use, which devices it sees, and why.",
+    )
+    p.add_argument("--version", action="version", version=f"hwbackends {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sp = sub.add_parser("env", parents=[common], help="the full report (the main job)")
+    sp.add_argument(
+        "--verbose",
+        "-v",
+        action="store_true",
+        help="everything: each backend's row, device UUIDs, full reasons with their sources",
+    )
+    sp.set_defaults(func=cmd_env)
+    sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
+    sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
+    sp.set_defaults(func=cmd_plugins)
+    sp = sub.add_parser("devices", parents=[common], help="visible devices, logical → physical")
+    sp.set_defaults(func=cmd_devices)
+    sp = sub.add_parser("explain", parents=[common], help="why this backend was chosen")
+    sp.set_defaults(func=cmd_explain)
+    sp = sub.add_parser(
+        "pin",
+        parents=[no_confirm],
+        help="print the environment that selects these physical devices",
+    )
+    sp.add_argument("indices", help="physical device indices in the wanted order, e.g. 2,0")
+    sp.set_defaults(func=cmd_pin)
+    sp = sub.add_parser(
+        "launch-plan",
+        parents=[no_confirm],
+        help="per-rank devices and the torchrun / accelerate launch commands",
+    )
+    sp.add_argument(
+        "--nproc-per-node",
+        type=int,
+        default=None,
+        help="processes on this node (default: one per visible device)",
+    )
+    sp.add_argument("--nnodes", type=int, default=1, help="number of nodes (default: 1)")
+    sp.add_argument(
+        "--node-rank", type=int, default=0, help="this node's index, 0 to nnodes-1 (default: 0)"
+    )
+    sp.add_argument(
+        "--rdzv-endpoint",
+        metavar="HOST:PORT",
+        default=None,
+        help="rank 0's address, reachable from every node (required with --nnodes > 1; on one "
+        "node it sets the master address and port)",
+    )
+    sp.add_argument(
+        "--scheduler",
+        choices=("slurm", "slurm-torchrun"),
+        default=None,
+        help="print only an sbatch script: 'slurm' has srun start one task per device (the "
+        "script calls hwbackends.distributed.init_process_group), 'slurm-torchrun' has srun "
+        "start torchrun once per node; Slurm supplies the rendezvous address",
+    )
+    sp.add_argument("--tp-size", type=int, default=None, help="DistributedConfig tp_size to check")
+    sp.add_argument("--fsdp-size", type=int, default=None, help="DistributedConfig fsdp_size")
+    sp.add_argument(
+        "script",
+        nargs=argparse.REMAINDER,
+        help="the training command and its arguments, last (default: train.py)",
+    )
+    sp.set_defaults(func=cmd_launch_plan)
+    sp = sub.add_parser(
+        "smoke",
+        parents=[common_options(confirm=False, host=False)],
+        help="load, generate and train a tiny model with the recommended settings",
+    )
+    sp.set_defaults(func=cmd_smoke)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    prepare_stdout()  # help, usage errors and every report survive an ASCII-only terminal
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        args = parser.parse_args(["env", *(argv or [])])
+    debug = os.environ.get("HWBACKENDS_DEBUG", "").strip().lower() in ("1", "true", "yes", "on")
+    try:
+        if getattr(args, "confirm", False) and args.command not in _CONFIRMABLE:
+            raise UsageError(
+                f"--confirm does not apply to `hwbackends {args.command}`",
+                f"--confirm with {', '.join(_CONFIRMABLE)}",
+                f"run `hwbackends devices --confirm` to check the devices, then {args.command}",
+            )
+        from hwbackends.cli._stdio import plugin_output_to_stderr
+
+        with plugin_output_to_stderr():  # a plugin that prints cannot corrupt the report
+            return int(args.func(args))
+    except HwBackendsError as exc:
+        if debug:
+            raise
+        print(f"hwbackends: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # a real Ctrl-C: a plugin's own is reported as its fault
+        print("hwbackends: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:  # pragma: no cover - last resort, still one line
+        if debug:
+            raise
+        print(
+            f"hwbackends: internal error: {type(exc).__name__}: {exc} "
+            "(rerun with HWBACKENDS_DEBUG=1 for the traceback and report it)",
+            file=sys.stderr,
+        )
+        return 3

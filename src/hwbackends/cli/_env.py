@@ -1,0 +1,62 @@
+"""``hwbackends env``: the one-screen report of this machine."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from hwbackends.cli._inputs import (
+    _confirmation,
+    _report_env,
+    cut_short,
+    misspelled_variables,
+    settings_for,
+    unknown_archs,
+)
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
+from hwbackends.cli._render import _Style, _View, render_confirmation, render_env, versions_of
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def cmd_env(args: argparse.Namespace) -> int:
+    report, env = _report_env(args)
+    extra = [
+        w
+        for w in (*cut_short(report), *misspelled_variables(env), *unknown_archs(report))
+        if w not in report.warnings
+    ]
+    if extra:
+        from hwbackends._base.record import replace
+
+        report = replace(report, warnings=(*report.warnings, *extra))
+    settings = settings_for(report, env)
+    conf = _confirmation(args, report, env)
+    if args.json:
+        from hwbackends._selection.registry import get_from_report
+
+        d = {"schema_version": JSON_SCHEMA_VERSION, "command": "env", **report.to_dict()}
+        from hwbackends._base.protocol import Capabilities
+        from hwbackends._selection.registry import plugin_call
+
+        backend = get_from_report(report)
+        dev = report.devices[0] if report.devices else None
+        caps = plugin_call(
+            report.chosen,
+            "capabilities",
+            lambda: backend.capabilities(dev, host=report.host),
+            Capabilities,
+        )
+        d["capabilities"] = caps.to_dict()
+        d["settings"] = settings
+        d["versions"] = versions_of(report.host)
+        d["confirmation"] = conf.to_dict() if conf is not None else None
+        emit(_json(d))
+    else:
+        st = _Style(sys.stdout)
+        view = _View(verbose=getattr(args, "verbose", False))
+        emit(render_env(report, st, report.debug, settings, view))
+        if conf is not None:
+            emit("\n" + "\n".join(render_confirmation(conf, st)))
+    return 0 if conf is None or conf.ok else 1

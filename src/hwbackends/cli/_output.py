@@ -1,0 +1,115 @@
+"""Writing the report: the standard output a command owns, ASCII fallbacks, JSON, errors."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+from hwbackends._base.errors import HwBackendsError
+
+if TYPE_CHECKING:
+    pass
+
+
+#: Version of the ``--json`` schema of every command; bumped on incompatible changes.
+JSON_SCHEMA_VERSION = 1
+
+
+class UsageError(HwBackendsError):
+    """Bad command-line input (exit code 2)."""
+
+
+class OutputError(HwBackendsError):
+    """Standard output refused the report (a full disk, a closed file): exit code 2."""
+
+
+#: ASCII stand-ins for the report's few non-ASCII characters, used only where the terminal's
+#: encoding (PYTHONIOENCODING=ascii, a cp1252 console) cannot show them.
+_ASCII = {
+    "·": "-",
+    "●": "*",
+    "○": "o",
+    "✗": "x",
+    "→": "->",
+    "—": "-",
+    "–": "-",
+    "×": "x",
+    "…": "...",
+    "§": "S",
+    "≥": ">=",
+    "≤": "<=",
+    "²": "2",
+}
+
+
+def _ascii_fallback(exc: UnicodeError) -> tuple[str, int]:
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    bad = exc.object[exc.start : exc.end]
+    return "".join(_ASCII.get(ch, "?") for ch in bad), exc.end
+
+
+def prepare_stdout() -> None:
+    """Let every write to stdout degrade to ASCII stand-ins instead of raising
+    UnicodeEncodeError on a terminal that cannot show a character."""
+    import codecs
+
+    try:
+        codecs.lookup_error("hwbackends-ascii")
+    except LookupError:
+        codecs.register_error("hwbackends-ascii", _ascii_fallback)
+    reconfigure = getattr(sys.stdout, "reconfigure", None)
+    if reconfigure is not None and getattr(sys.stdout, "errors", "strict") == "strict":
+        reconfigure(errors="hwbackends-ascii")
+
+
+def emit(text: str) -> None:
+    """Write one report to stdout, whatever the terminal's encoding; a stdout that refuses the
+    bytes (``> /dev/full``, a closed pipe) is the user's setup, not an internal error."""
+    out = sys.stdout
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        text = "".join(_safe_char(ch, encoding) for ch in text)
+    try:
+        out.write(text + "\n")
+        out.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        raise
+    except OSError as exc:
+        _silence_stdout()
+        raise OutputError(
+            f"could not write the report to standard output: {exc.strerror or exc}",
+            "a standard output that accepts the report (a terminal, a file, a pipe)",
+            "free space on the target device or redirect the output elsewhere",
+        ) from None
+
+
+def _safe_char(ch: str, encoding: str) -> str:
+    try:
+        ch.encode(encoding)
+    except (UnicodeEncodeError, LookupError):
+        return _ASCII.get(ch, "?")
+    return ch
+
+
+def _silence_stdout() -> None:
+    # What stays buffered would fail again when the interpreter flushes stdout at exit.
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def _json(obj: Any) -> str:
+    import json
+
+    return json.dumps(obj, indent=2, sort_keys=False)

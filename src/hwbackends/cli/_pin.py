@@ -1,0 +1,71 @@
+"""``hwbackends pin``: the environment that selects the given physical devices."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from hwbackends.cli._inputs import _report_env, parse_indices
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, UsageError, _json, emit
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    import shlex
+
+    from hwbackends._selection.registry import get_from_report
+
+    indices = parse_indices(args.indices)
+    report, env = _report_env(args)
+    backend = get_from_report(report)
+    # the indices are the ones `hwbackends devices` shows under this environment
+    from hwbackends._base.errors import VisibilityError
+    from hwbackends._selection.registry import plugin_call
+    from hwbackends._visibility.base import UNKNOWN_INDEX_FIX
+
+    try:
+        assignment = plugin_call(
+            report.chosen,
+            "visibility_env",
+            lambda: backend.visibility_env(indices, host=report.host, env=env),
+            dict,
+            passthrough=(VisibilityError,),  # a selection the runtime cannot express: the user's
+        )
+    except VisibilityError as exc:
+        if exc.fix != UNKNOWN_INDEX_FIX:
+            raise
+        # the library's fix is Python advice; a command-line user lists indices with a command
+        same = " ".join(
+            [
+                *(["--host", shlex.quote(args.host)] if args.host else []),
+                *(f"--env {shlex.quote(e)}" for e in args.env or []),
+            ]
+        )
+        raise UsageError(
+            exc.what,
+            exc.expected,
+            f"run `hwbackends devices{' ' + same if same else ''}` to list the physical indices "
+            "and pick from them",
+        ) from None
+    from hwbackends.visibility import visibility_unset
+
+    unset = [k for k in visibility_unset(backend) if k not in assignment]
+    if args.json:
+        emit(
+            _json(
+                {
+                    "schema_version": JSON_SCHEMA_VERSION,
+                    "command": "pin",
+                    "backend": backend.name,
+                    "physical": indices,
+                    "set": assignment,
+                    "unset": unset,
+                }
+            )
+        )
+        return 0
+    words = [f"{k}={shlex.quote(v)}" for k, v in assignment.items()]
+    prefix = f"env {' '.join('-u ' + k for k in unset)} " if unset else ""
+    emit(prefix + " ".join(words))
+    return 0

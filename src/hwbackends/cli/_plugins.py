@@ -1,0 +1,35 @@
+"""``hwbackends plugins``: every discovered backend, its state and origin; ``--check`` for CI."""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from hwbackends.cli._inputs import _report
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
+from hwbackends.cli._render import _Style, render_backends
+
+if TYPE_CHECKING:
+    import argparse
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    report = _report(args)
+    if args.json:
+        emit(
+            _json(
+                {
+                    "schema_version": JSON_SCHEMA_VERSION,
+                    "command": "plugins",
+                    "discovery": report.discovery,
+                    "plugins": [c.to_dict(debug=report.debug) for c in report.candidates],
+                }
+            )
+        )
+    else:
+        emit("\n".join(render_backends(report, _Style(sys.stdout), report.debug)))
+    if args.check and report.broken:
+        names = ", ".join(f"{b.name} ({b.origin})" for b in report.broken)
+        print(f"hwbackends: broken plugin(s): {names}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,428 @@
+"""Rendering a report as text: styles, widths, tables, and each section of env."""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from hwbackends._machine.host import Host
+    from hwbackends._selection.report import SelectionReport
+
+
+def _call(name: str, kwargs: dict[str, Any]) -> str:
+    def show(k: str, v: Any) -> str:
+        if k == "dtype":
+            return f"torch.{v}"
+        return repr(v)
+
+    return f"{name}(" + ", ".join(f"{k}={show(k, v)}" for k, v in kwargs.items()) + ")"
+
+
+def render_settings(settings: dict[str, Any], st: _Style, view: _View) -> list[str]:
+    pre, train = settings["from_pretrained"], settings["training_arguments"]
+    lines = [st.bold("Recommended settings")]
+    for call, plan in (("from_pretrained", pre), ("TrainingArguments", train)):
+        lines += view.wrap(_call(call, plan["kwargs"]), "  ", "      ")
+        for k, why in plan["reasons"].items():
+            lines += [st.dim(x) for x in view.wrap_brief(f"{k}: {why}", "      ", "        ")]
+    return lines
+
+
+class _Style:
+    def __init__(self, stream: Any) -> None:
+        self.on = (
+            hasattr(stream, "isatty")
+            and stream.isatty()
+            and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb"
+        )
+
+    def _c(self, code: str, text: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.on else text
+
+    def bold(self, t: str) -> str:
+        return self._c("1", t)
+
+    def dim(self, t: str) -> str:
+        return self._c("2", t)
+
+    def green(self, t: str) -> str:
+        return self._c("32", t)
+
+    def red(self, t: str) -> str:
+        return self._c("31", t)
+
+    def yellow(self, t: str) -> str:
+        return self._c("33", t)
+
+
+_MARK = {
+    "selected": "●",
+    "available": "○",
+    "unavailable": "·",
+    "broken": "✗",
+    "disabled": "-",
+    "not-probed": "-",
+}
+
+
+def _gib(n: int | None) -> str:
+    return f"{n / 2**30:.0f} GiB" if n else ""
+
+
+def _memory(n: int) -> str:
+    return f"{n / 2**40:.1f} TiB" if n >= 2**40 else f"{n / 2**30:.0f} GiB"
+
+
+class _View:
+    """How much of the report to show and how wide: the default view fits one screen (sources,
+    UUIDs and the rows of absent hardware go to --verbose); --verbose shows everything."""
+
+    #: Where a reason's citation starts: the default view shows the reason up to there.
+    _SOURCE_MARKS = ("https://", "http://", " (docs/reference/", "(docs/reference/")
+
+    def __init__(self, verbose: bool = False, width: int | None = None) -> None:
+        import shutil
+
+        self.verbose = verbose
+        # COLUMNS wins, then the terminal; a pipe or file gets 100 columns
+        self.width = max(40, width or shutil.get_terminal_size((100, 24)).columns)
+
+    def wrap(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(
+            text,
+            self.width,
+            initial_indent=first,
+            subsequent_indent=first if rest is None else rest,
+            break_long_words=False,
+            break_on_hyphens=False,
+        ) or [first.rstrip()]
+
+    def wrap_brief(self, text: str, first: str = "", rest: str | None = None) -> list[str]:
+        """``wrap`` of ``brief(text)``; the default view keeps at most two lines of it."""
+        lines = self.wrap(self.brief(text), first, rest)
+        if self.verbose or len(lines) <= 2:
+            return lines
+        last = lines[1]
+        while len(last) + 2 > self.width and " " in last.strip():
+            last = last.rstrip().rsplit(" ", 1)[0]  # room for the ellipsis
+        return [lines[0], last.rstrip(" ,;:") + " …"]
+
+    def brief(self, text: str) -> str:
+        """A reason without its sources (default view); the whole text with --verbose."""
+        if self.verbose:
+            return text
+        cut = min((i for m in self._SOURCE_MARKS if (i := text.find(m)) > 0), default=-1)
+        if cut > 0:
+            text = text[:cut].rstrip(" :;,(")
+        return text
+
+
+def _table(rows: list[list[str]], indent: str = "  ", view: _View | None = None) -> list[str]:
+    """Aligned columns; the last column wraps under itself when the line is too wide."""
+    if not rows:
+        return []
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        head = indent + "  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False))
+        lead = head + "  " if len(r) > 1 else indent
+        line = (lead + r[-1]).rstrip()
+        if view is None or len(line) <= view.width or len(lead) > view.width - 20:
+            out.append(line)
+        else:
+            out += view.wrap_brief(r[-1], lead, " " * len(lead))
+    return out
+
+
+def versions_of(host: Host) -> dict[str, Any]:
+    """The versions peers' reports print (`transformers env`, `accelerate env`), as fields."""
+    from hwbackends._base.files import normalize_dist_name
+
+    packages = {
+        name: host.packages.get(normalize_dist_name(name))
+        for name in (
+            "transformers",
+            "accelerate",
+            "kernels",
+            "huggingface_hub",
+            "safetensors",
+            "deepspeed",
+        )
+    }
+    return {
+        "python": host.python,
+        "torch": host.torch.version if host.torch else None,
+        "torch_build": host.torch.flavour if host.torch else None,
+        "drivers": dict(host.drivers),
+        "memory_bytes": host.memory_bytes,
+        "packages": packages,
+    }
+
+
+def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
+    h = report.host
+    v = versions_of(h)
+    src = "this machine" if h.source == "system" else f"simulated from {h.source}"
+    machine = [f"{h.system} {h.machine}", f"{h.cpu.model or 'CPU'} ({h.cpu.count} cores)"]
+    if v["memory_bytes"]:
+        machine.append(f"{_memory(v['memory_bytes'])} RAM")
+    machine.append(src)
+    lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
+    soft = [f"Python {v['python'] or 'unknown'}"]
+    soft.append(f"torch {h.torch.version} ({h.torch.flavour} build)" if h.torch else "no torch")
+    soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items()) if ver]
+    present = [f"{k} {ver}" for k, ver in v["packages"].items() if ver]
+    # DeepSpeed is optional everywhere: named only when present, as the peers do
+    absent = [k for k, ver in v["packages"].items() if not ver and k != "deepspeed"]
+    if absent:
+        present.append("not installed: " + ", ".join(absent))
+    lines += view.wrap(" · ".join(soft + present), st.bold("Software") + "  ", " " * 10)
+    if not h.devices:
+        lines.append(st.bold("Hardware") + "  no device of an accelerator vendor")
+        return lines
+    if not view.verbose:
+        # Identical devices on one line each kind; the per-device table is in --verbose and
+        # the devices this process sees are listed below.
+        groups: dict[tuple[str, str, str, str], int] = {}
+        for d in h.devices:
+            name = d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed")
+            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes))
+            groups[key] = groups.get(key, 0) + 1
+        label = st.bold("Hardware") + "  "
+        for (name, vendor, arch, mem), n in groups.items():
+            detail = ", ".join(x for x in (vendor, arch, mem) if x)
+            lines += view.wrap(f"{n} × {name} ({detail})", label, " " * 10)
+            label = " " * 10
+        return lines
+    rows = [
+        [
+            str(i),
+            d.vendor,
+            d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
+            d.arch or "",
+            d.pci_bus_id or "",
+            _gib(d.memory_bytes),
+        ]
+        for i, d in enumerate(h.devices)
+    ]
+    # Every PCI function of an accelerator vendor: the backends below decide which of
+    # them are accelerators (a cloud VM's VGA function is listed here, not used there).
+    lines.append(st.bold("Devices of accelerator vendors"))
+    lines += _table(rows, view=view)
+    return lines
+
+
+def render_backends(
+    report: SelectionReport, st: _Style, debug: bool = False, view: _View | None = None
+) -> list[str]:
+    view = view or _View(verbose=True)
+    rows = []
+    absent: list[str] = []  # unavailable for want of hardware: one line in the default view
+    for c in report.candidates:
+        no_hardware = c.state == "unavailable" and not (c.probe and c.probe.hardware_present)
+        if no_hardware and not view.verbose:
+            absent.append(c.name)
+            continue
+        mark = _MARK[c.state]
+        state = {"selected": st.green, "broken": st.red, "available": st.green}.get(
+            c.state, lambda s: s
+        )(c.state)
+        origin = [f"{c.origin} {c.version}"] if view.verbose else []
+        rows.append([mark, c.name, state, *origin, c.reason])
+    lines = [st.bold("Backends")]
+    lines += _table(rows, view=view)
+    if absent:
+        lines += view.wrap(
+            f"{', '.join(absent)}: no hardware found",
+            f"  {_MARK['unavailable']}  ",
+            "     ",
+        )
+    for c in report.candidates:
+        if c.probe and c.probe.hint and c.probe.hardware_present and not c.probe.available:
+            # a fix is a command to run: never shortened, its URL is the index to install from
+            lines += view.wrap(f"{c.name}: fix: {c.probe.hint}", "    ", "      ")
+        if debug and c.traceback:
+            lines.append(st.dim("    " + c.traceback.replace("\n", "\n    ").rstrip()))
+    return lines
+
+
+def render_devices(report: SelectionReport, st: _Style, view: _View | None = None) -> list[str]:
+    view = view or _View(verbose=True)
+    vis = report.visibility or {}
+    read = {k: v for k, v in (vis.get("variables") or {}).items()}
+    quiet = bool(read) and all(v is None for v in read.values()) and not view.verbose
+    note = "logical → physical; visibility variables unset" if quiet else "logical → physical"
+    lines = [st.bold("Devices this process sees") + f"  ({note})"]
+    rows = [
+        [
+            d.torch_device,
+            "→",
+            str(d.physical_index),
+            *([d.label or ""] if view.verbose else []),
+            d.name or "",
+            d.arch or "",
+            d.pci_bus_id or "",
+            _gib(d.memory_bytes),
+        ]
+        for d in report.devices
+    ]
+    if len(rows) > 8 and not view.verbose:
+        rows = _runs(report)
+    lines += _table(rows, view=view) if rows else ["  none"]
+    if read and not quiet:
+        shown = ", ".join(f"{k}={'unset' if v is None else repr(v)}" for k, v in read.items())
+        lines += [st.dim(x) for x in view.wrap(f"variables: {shown}", "  ", "    ")]
+    elif "note" in vis:
+        lines += [st.dim(x) for x in view.wrap(str(vis["note"]), "  ", "    ")]
+    return lines
+
+
+def _runs(report: SelectionReport) -> list[list[str]]:
+    """Devices in runs: consecutive logical indices on consecutive physical ones, alike in
+    name, arch and memory, make one row (64 NeuronCores in order are one line)."""
+    rows: list[list[str]] = []
+    run: list[Any] = []
+
+    def span(x: object, y: object) -> str:
+        return str(x) if x == y else f"{x}-{y}"
+
+    def close() -> None:
+        if not run:
+            return
+        a, z = run[0], run[-1]
+        kind = a.torch_device.rpartition(":")[0] or a.torch_device
+        rows.append(
+            [
+                f"{kind}:{span(a.index, z.index)}" if len(run) > 1 else a.torch_device,
+                "→",
+                span(str(a.physical_index), str(z.physical_index)),
+                a.name or "",
+                a.arch or "",
+                a.pci_bus_id or "" if len(run) == 1 else f"{len(run)} devices",
+                _gib(a.memory_bytes),
+            ]
+        )
+        run.clear()
+
+    for d in report.devices:
+        if run and (
+            d.index != run[-1].index + 1
+            or d.physical_index != run[-1].physical_index + 1
+            or (d.name, d.arch, d.memory_bytes) != (run[0].name, run[0].arch, run[0].memory_bytes)
+        ):
+            close()
+        run.append(d)
+    close()
+    return rows
+
+
+def render_capabilities(
+    report: SelectionReport, st: _Style, view: _View | None = None
+) -> list[str]:
+    from hwbackends._selection.registry import get_from_report
+
+    view = view or _View(verbose=True)
+    from hwbackends._base.protocol import Capabilities
+    from hwbackends._selection.registry import plugin_call
+
+    backend = get_from_report(report)
+    dev = report.devices[0] if report.devices else None
+    caps = plugin_call(
+        report.chosen,
+        "capabilities",
+        lambda: backend.capabilities(dev, host=report.host),
+        Capabilities,
+    )
+    attn = ", ".join(dict.fromkeys(a.name for a in caps.attention))
+    pad = " " * 14
+    lines = [st.bold("Capabilities") + f"  ({caps.arch or caps.device_type})"]
+    lines += view.wrap(
+        f"{caps.training_precision} for training · dtypes {', '.join(caps.dtypes)}",
+        "  precision   ",
+        pad,
+    )
+    lines += view.wrap(attn, "  attention   ", pad)
+    lines += view.wrap(
+        f"{caps.distributed_backend} · hub kernels {caps.kernel_device or 'no device key'}",
+        "  collective  ",
+        pad,
+    )
+    by_status: dict[str, list[str]] = {}
+    for q in caps.quantization:
+        by_status.setdefault(q.status, []).append(q.method)
+    if view.verbose:
+        for status in ("supported", "partial", "unsupported", "unknown"):
+            if by_status.get(status):
+                lines += view.wrap(", ".join(by_status[status]), f"  quant {status:<11} ", " " * 20)
+        for q in caps.quantization:
+            if q.status == "partial":
+                lines += [st.dim(x) for x in view.wrap(f"{q.method}: {q.reason}", "      ")]
+    elif caps.quantization:
+        # the exceptions by name, the supported methods by count; --verbose names them and the
+        # unknown ones (an unknown arch is already a warning)
+        parts = [f"supported {len(by_status['supported'])}"] if by_status.get("supported") else []
+        parts += [
+            f"{status} {', '.join(by_status[status])}"
+            for status in ("partial", "unsupported")
+            if by_status.get(status)
+        ]
+        lines += view.wrap_brief(" · ".join(parts), "  quant       ", pad)
+    for lim in caps.limitations:
+        drop = (
+            f" (drop {', '.join(lim.report_to_exclude)} from report_to)"
+            if lim.report_to_exclude
+            else ""
+        )
+        lines += view.wrap_brief(f"{lim.text}{drop}", "  limitation  ", pad)
+    return lines
+
+
+def render_env(
+    report: SelectionReport,
+    st: _Style,
+    debug: bool,
+    settings: dict[str, Any] | None = None,
+    view: _View | None = None,
+) -> str:
+    view = view or _View()
+    lines = render_host(report, st, view)
+    lines.append("")
+    lines += render_backends(report, st, debug, view)
+    lines += view.wrap(
+        f"{st.green(report.chosen)} (device type {report.device_type!r}): {report.reason} "
+        f"[rule: {report.rule}]",
+        st.bold("Chosen") + "  ",
+        "        ",
+    )
+    lines.append("")
+    lines += render_devices(report, st, view)
+    lines.append("")
+    lines += render_capabilities(report, st, view)
+    if settings is not None:
+        lines.append("")
+        lines += render_settings(settings, st, view)
+    if report.warnings:
+        lines.append("")
+        lines.append(st.yellow(st.bold("Warnings")))
+        for w in report.warnings:
+            lines += [st.yellow(x) for x in view.wrap(w, "  ! ", "    ")]
+    if not view.verbose:
+        lines.append(
+            st.dim("More: hwbackends env --verbose (sources, every backend), explain, --json")
+        )
+    return "\n".join(lines)
+
+
+def render_confirmation(conf: Any, st: _Style) -> list[str]:
+    if not getattr(conf, "checked", True):  # nothing disagreed: the runtime was not reached
+        fix = f" Fix: {conf.fix}" if conf.fix else ""
+        return [
+            st.bold("Runtime check")
+            + f"  {st.red('could not check')}: {conf.message} ({conf.seconds:.2f} s).{fix}"
+        ]
+    mark = st.green("agrees") if conf.ok else st.red("DISAGREES")
+    return [st.bold("Runtime check") + f"  {mark}: {conf.message} ({conf.seconds:.2f} s)"]

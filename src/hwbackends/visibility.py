@@ -1,0 +1,151 @@
+"""Device visibility: how each runtime reads its visibility variables, and how to write them.
+
+Pure functions, no I/O: every answer is computed from an environment mapping and a host
+description (``hwbackends.Host`` or anything shaped like :class:`HostLike`).
+
+A backend declares its runtime's rules as a :class:`VisibilityRule`, usually one of the kinds
+here: :class:`IndexList` (a CUDA-style list of indices in one variable), :class:`CudaDevices`,
+:class:`RocmDevices`, :class:`LevelZeroDevices`, :class:`NeuronCores`, :class:`TpuChips`,
+:class:`GaudiModules`, :class:`AscendDevices`, :class:`SingleDevice`, :class:`AllVisible` and
+:class:`NoDevices`. Each kind documents its physical index, its rules with their public
+sources, and every choice made where the sources are silent or disagree.
+
+Every function takes ``backend`` as an installed backend's name (resolved through the
+installed plugins), a backend object, or a rule. With a name or a backend, the host's devices
+are first reduced to that backend's own (``BaseBackend.own_host``); a bare rule reads every
+device of the host it is given.
+
+Applying a written environment: remove every name in :func:`visibility_unset` first, then
+apply :func:`visibility_env`'s assignments (they win where a name is in both)::
+
+    for name in visibility_unset("rocm"):
+        env.pop(name, None)
+    env.update(visibility_env("rocm", [2, 3], host))
+"""
+
+# The public face of the engine in hwbackends._visibility (which is pure and sits below
+# selection); what this module adds is looking a backend up by name among the installed
+# plugins, so it belongs to the selection layer.
+
+from __future__ import annotations
+
+from hwbackends._visibility import explain as _engine
+from hwbackends._visibility.base import Trace, VisibilityReport, VisibilityRule, VisibleUnit
+from hwbackends._visibility.explain import rule_of as rule_of  # for plugins that used it
+from hwbackends._visibility.generic import AllVisible, IndexList, NoDevices, SingleDevice
+
+__all__ = [
+    "AllVisible",
+    "AscendDevices",
+    "CudaDevices",
+    "DeviceLike",
+    "GaudiModules",
+    "HostLike",
+    "IndexList",
+    "LevelZeroDevices",
+    "NeuronCores",
+    "NoDevices",
+    "RocmDevices",
+    "SingleDevice",
+    "TpuChips",
+    "Trace",
+    "VisibilityReport",
+    "VisibilityRule",
+    "VisibleUnit",
+    "explain_visibility",
+    "variables_for",
+    "visibility_env",
+    "visibility_unset",
+    "visible_devices",
+]
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from hwbackends._visibility.explain import BackendRef
+    from hwbackends._visibility.kinds import (
+        AscendDevices,
+        CudaDevices,
+        GaudiModules,
+        LevelZeroDevices,
+        NeuronCores,
+        RocmDevices,
+        TpuChips,
+    )
+    from hwbackends._visibility.shapes import DeviceLike, HostLike
+
+
+def __getattr__(name: str) -> object:
+    # The runtime kinds and the typing.Protocol shapes load on first use, as in the engine.
+    try:
+        value = getattr(_engine, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    globals()[name] = value
+    return value
+
+
+def _named(backend: BackendRef) -> object:
+    """An installed backend for a name; anything else is handed to the engine as it is."""
+    if not isinstance(backend, str):
+        return backend
+    from hwbackends._base.errors import HwBackendsError, VisibilityError
+    from hwbackends._selection.registry import get, installed_names
+
+    try:
+        if backend != backend.strip().lower():
+            raise HwBackendsError(f"backend names are lower case without blanks, got {backend!r}")
+        return get(backend)
+    except HwBackendsError as exc:
+        names = installed_names()
+        raise VisibilityError(
+            f"no visibility rules for {backend!r}: {exc.args[0] if exc.args else exc}",
+            f"the name of an installed backend ({', '.join(names)})",
+            "install the plugin that provides it, or pass the backend object or its "
+            "VisibilityRule instead of a name",
+        ) from None
+
+
+def explain_visibility(
+    backend_name: BackendRef, env: Mapping[str, str], host: HostLike
+) -> VisibilityReport:
+    """Which units ``backend_name``'s runtime makes visible under ``env``, and why.
+
+    ``env`` maps variable names to values; a missing name is unset, ``""`` is set-but-empty.
+    Raises :class:`VisibilityError` only for values the runtime itself refuses (documented per
+    backend) and for malformed host descriptions; where the runtime truncates, so does this.
+    """
+    return _engine.explain_visibility(_named(backend_name), env, host)
+
+
+def visible_devices(backend_name: BackendRef, env: Mapping[str, str], host: HostLike) -> list[int]:
+    """Logical index i -> physical index (see the backend's module docs for its meaning)."""
+    return _engine.visible_devices(_named(backend_name), env, host)
+
+
+def variables_for(backend_name: BackendRef) -> tuple[str, ...]:
+    """Every environment variable this backend's runtime reads for visibility or order."""
+    return _engine.variables_for(_named(backend_name))
+
+
+def visibility_unset(backend_name: BackendRef) -> tuple[str, ...]:
+    """Variables to remove before applying :func:`visibility_env` (its assignments win)."""
+    return _engine.visibility_unset(_named(backend_name))
+
+
+def visibility_env(
+    backend_name: BackendRef,
+    physical_indices: Sequence[int],
+    host: HostLike,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Assignments that make exactly ``physical_indices`` visible, in that order.
+
+    Applied to an environment from which :func:`visibility_unset` names were removed, the
+    reader gives back ``physical_indices``; this is checked before returning, so a selection
+    the runtime cannot express on this host raises :class:`VisibilityError` instead.
+    ``env`` is the environment the indices were read under, where a runtime numbers devices
+    differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards).
+    """
+    return _engine.visibility_env(_named(backend_name), physical_indices, host, env)

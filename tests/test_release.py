@@ -171,7 +171,7 @@ def test_a_core_speaking_a_newer_api_refuses_an_old_plugin(tmp_path: Path) -> No
     assert out.returncode == 1, out.stdout + out.stderr
     report = " ".join((out.stdout + out.stderr).split())
     assert (
-        "CudaBackend declares plugin API version 1 but this hwbackends speaks version 2; install "
-        "a release of hwbackends-cuda built for hwbackends API 2, or a hwbackends release "
-        "matching the plugin"
+        "CudaBackend was written for plugin API version 1, but hwbackends 0.2.0 speaks plugin "
+        "API version 2; install a release of hwbackends-cuda written for API 2, or a "
+        "hwbackends release that speaks API 1"
     ) in report, report

@@ -229,3 +229,25 @@ def test_the_layer_check_can_fail(tmp_path: Path) -> None:
         "hwbackends._lost is not on the map",
         "hwbackends._low (bottom) imports hwbackends._high (cli)",
     ]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "hwbackends",
+        "hwbackends.plugin",
+        "hwbackends.visibility",
+        "hwbackends.transformers",
+        "hwbackends.accelerate",
+        "hwbackends.distributed",
+        "hwbackends.testing",
+        "hwbackends.facts",
+        "hwbackends.cli",
+    ],
+)
+def test_every_public_import_path_and_name_resolves(path: str) -> None:
+    import importlib
+
+    module = importlib.import_module(path)
+    missing = [n for n in getattr(module, "__all__", ()) if not hasattr(module, n)]
+    assert missing == []

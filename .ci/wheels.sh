@@ -3,7 +3,8 @@
 # this checkout against them: nothing of the checkout is importable there (src/ and
 # plugins/*/src are not on sys.path; the check below proves it).
 #   .ci/wheels.sh PYTHON DIST [pytest arguments]
-# Index dependencies: the `dev` dependency group (tests, linters, build tools), the core's own (packaging) and Transformers
+# Index dependencies: the `test`, `lint` and `release` dependency groups (the `integration`
+# group needs torch), the core's own (packaging) and Transformers
 # with kernels (the reports read the installed Transformers' files), at the versions of
 # .ci/constraints.txt; the 11 distributions come from DIST only (--no-index). torch (and so
 # Accelerate) is not installed: for this Python the index offers only the CUDA build
@@ -22,7 +23,7 @@ hf=("transformers[kernels]")
 # The pinned Transformers (.ci/constraints.txt) needs Python 3.11: on 3.10 the tests that read
 # an installed Transformers skip.
 "$v" -c 'import sys; sys.exit(sys.version_info < (3, 11))' || hf=()
-"$v" -m pip install -q -c .ci/constraints.txt --group dev packaging ${hf[@]+"${hf[@]}"}
+"$v" -m pip install -q -c .ci/constraints.txt --group test --group lint --group release packaging ${hf[@]+"${hf[@]}"}
 "$v" -m pip install -q --no-index --find-links "$dist" "hwbackends[all]"
 # Run from outside the checkout so that only the installed files can be imported.
 (cd "$tmp" && "$v" - "$dist") <<'PY'

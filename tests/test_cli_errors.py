@@ -193,7 +193,7 @@ def test_an_unknown_arch_is_a_warning_and_unknown_in_quantization(tmp_path: Path
     text = " ".join(cli("env", "--host", host).stdout.split())
     assert (
         "! cuda:0 (NVIDIA L40S), cuda:1 (NVIDIA L40S): arch 'sm_999' is not one the cuda "
-        "backend knows (known: sm_70, "
+        "backend knows (known: sm_50, "
     ) in text
     assert (
         "sm_121); its answers about dtypes, attention and quantization on these devices are "
@@ -217,3 +217,15 @@ def test_known_archs_keep_their_verdicts_and_give_no_warning() -> None:
     assert not any("backend knows" in w for w in new["warnings"] + old["warnings"])
     assert (_quant(new)["fp8"], _quant(new)["fbgemm_fp8"]) == ("supported", "unsupported")
     assert (_quant(old)["fp8"], _quant(old)["mxfp4"]) == ("partial", "partial")
+
+
+def test_torch_fix_follows_the_devices_wheel_index() -> None:
+    """A Pascal host is sent to the cu126 index (its probe's choice), not the default cu128."""
+    import hwbackends
+
+    p100 = Path(__file__).parents[1] / "plugins/hwbackends-cuda/tests/hosts"
+    host = Host.from_file(p100 / "p100-pci-only-no-torch.json")
+    assert torch_fix(hwbackends.get("cuda"), host) == (
+        f"install torch: {sys.executable} -m pip install torch --index-url "
+        "https://download.pytorch.org/whl/cu126"
+    )

@@ -99,22 +99,53 @@ def accelerate_group_devices() -> tuple[frozenset[str], str]:
     return found
 
 
-_MPI_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+# PartialState._prepare_backend on CPU (accelerate 1.15.0 accelerate/state.py): a group when
+# LOCAL_RANK is not -1 or get_int_from_env over these sizes, in this order, is above one.
+_GROUP_SIZES = ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "MV2_COMM_WORLD_SIZE", "WORLD_SIZE")
+
+
+class _Unreadable(Exception):
+    """A variable Accelerate passes to ``int()`` that ``int()`` refuses: Accelerate raises."""
+
+
+def _accel_int(env: Mapping[str, str], name: str, default: int) -> int:
+    """``int(os.environ.get(name, default))``, as Accelerate reads LOCAL_RANK."""
+    if name not in env:
+        return default
+    try:
+        return int(env[name])
+    except ValueError:
+        raise _Unreadable(name) from None
+
+
+def _accel_int_from_env(env: Mapping[str, str], names: Sequence[str], default: int) -> int:
+    """Accelerate's ``get_int_from_env`` (utils/environment.py): the first value ≥ 0."""
+    for name in names:
+        value = _accel_int(env, name, -1)
+        if value >= 0:
+            return value
+    return default
+
+
+def _truthy(value: str) -> bool:
+    """Transformers' ``strtobool`` on ACCELERATE_USE_CPU, without its error on other text."""
+    return value.strip().lower() in ("y", "yes", "t", "true", "on", "1")
 
 
 def _accelerate_forms_group(env: Mapping[str, str], device_type: str, cpu: bool) -> bool:
     """Whether Accelerate's ``PartialState`` will create a process group in this process.
 
-    As ``_prepare_backend`` decides: on CPU (``use_cpu``) under ``LOCAL_RANK`` or an MPI/torch
-    world size above one; on a device only under ``LOCAL_RANK`` and only for the device
-    types it knows. A ``ddp_backend`` set anywhere else makes TrainingArguments fail with
-    "Default process group has not been initialized".
+    As ``_prepare_backend`` decides, reading values with ``int()`` (`` 2`` is 2, ``-1`` is
+    "no launcher"): on CPU (``use_cpu``) when ``int(LOCAL_RANK) != -1`` or the first
+    non-negative of PMI_SIZE, OMPI_COMM_WORLD_SIZE, MV2_COMM_WORLD_SIZE, WORLD_SIZE is above
+    one; on a device only when ``int(LOCAL_RANK) != -1`` and only for the device types it
+    knows. A ``ddp_backend`` set anywhere else makes TrainingArguments fail with "Default
+    process group has not been initialized". Raises ``_Unreadable`` where Accelerate's
+    ``int()`` would raise.
     """
-    local = env.get("LOCAL_RANK", "").strip().lstrip("-").isdigit()
+    local = _accel_int(env, "LOCAL_RANK", -1) != -1
     if cpu:
-        if local:
-            return True
-        return any(env.get(k, "").isdigit() and int(env[k]) > 1 for k in _MPI_SIZES)
+        return local or _accel_int_from_env(env, _GROUP_SIZES, 1) > 1
     return local and device_type in accelerate_group_devices()[0]
 
 
@@ -162,7 +193,19 @@ def plan_training(
         kw["use_cpu"] = True
         why["use_cpu"] = "no accelerator is available to this process"
     src = caps.sources.get("training_precision", "capability table")
-    if caps.training_precision == "bf16":
+    chosen = t.env.get("ACCELERATE_MIXED_PRECISION")
+    if chosen is not None:
+        # accelerate launch --mixed_precision (or its config file) exports it, and
+        # TrainingArguments reads it when neither bf16 nor fp16 is passed
+        # (transformers training_args.py __post_init__, "Mixed Precision"); an explicit
+        # bf16=True here would override the launcher's choice.
+        native = caps.training_precision or "fp32"
+        why["precision"] = (
+            f"{chosen.strip() or 'no'} as chosen by ACCELERATE_MIXED_PRECISION (accelerate "
+            f"launch --mixed_precision), which TrainingArguments reads; not overridden (this "
+            f"device's own choice would be {native}: {src})"
+        )
+    elif caps.training_precision == "bf16":
         kw["bf16"] = True
         why["bf16"] = f"native bf16 on {caps.arch or caps.device_type}: {src}"
     elif caps.training_precision == "fp16":
@@ -171,7 +214,17 @@ def plan_training(
     else:
         why["precision"] = f"fp32: {src}"
 
-    if _accelerate_forms_group(t.env, caps.device_type, cpu=t.name == "cpu"):
+    cpu = t.name == "cpu" or _truthy(t.env.get("ACCELERATE_USE_CPU", ""))
+    try:
+        group = _accelerate_forms_group(t.env, caps.device_type, cpu=cpu)
+    except _Unreadable as exc:
+        group = False
+        why["ddp_backend"] = (
+            f"not set: {exc}={t.env[str(exc)]!r} is not a number, and Accelerate reads it with "
+            "int(), so PartialState (and TrainingArguments) will raise ValueError; unset it or "
+            "start the script with its launcher"
+        )
+    if group:
         collective = caps.distributed_backend
         if collective in _ddp_choices():
             kw["ddp_backend"] = collective
@@ -181,15 +234,19 @@ def plan_training(
                 f"{collective} is the collective for {t.name}, but TrainingArguments does not "
                 "accept it as ddp_backend; Accelerate selects it by itself"
             )
-    elif "LOCAL_RANK" in t.env and t.name != "cpu":
+    elif "ddp_backend" in why:
+        pass
+    elif _accel_int(t.env, "LOCAL_RANK", -1) != -1 and not cpu:
         why["ddp_backend"] = (
             f"not set: Accelerate creates no process group on {caps.device_type} "
             f"({accelerate_group_devices()[1]}); each launched rank trains alone"
         )
     else:
         why["ddp_backend"] = (
-            "not set: Accelerate forms a process group on this device only under LOCAL_RANK "
-            "(torchrun / accelerate launch); without one TrainingArguments would fail"
+            "not set: Accelerate forms no process group here (it needs LOCAL_RANK other than "
+            "-1, or on CPU an MPI/torch world size above one), and without one "
+            "TrainingArguments would fail; under srun or mpirun call "
+            "hwbackends.distributed.init_process_group() before TrainingArguments"
         )
 
     dropped: list[str] = []

@@ -68,12 +68,15 @@ def init_process_group(
 ) -> str:
     """``torch.distributed.init_process_group`` with the right collective; returns its name.
 
-    Works under torchrun, ``accelerate launch``, Slurm ``srun`` and ``mpirun`` without the
-    user exporting ``RANK`` or ``MASTER_ADDR`` (see ``detect_launch``). Under srun and mpirun
-    the torchrun-style variables it found (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, …) are
-    exported to ``os.environ`` where unset, as DeepSpeed's and Lightning's helpers do, so that
-    Accelerate and Transformers in the same process see the same ranks; pass ``env=`` to read
-    another mapping and leave ``os.environ`` alone. A single process gets a one-rank group.
+    Works under torchrun, ``accelerate launch``, Slurm ``srun``, ``mpirun``, LSF ``jsrun``,
+    Kubeflow PyTorchJob pods, TPU pod hosts and SageMaker hosts without the user exporting
+    ``RANK`` or ``MASTER_ADDR`` (see ``detect_launch``). The torchrun-style variables it found
+    (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, …) are exported to ``os.environ`` where unset,
+    as DeepSpeed's and Lightning's helpers do, so that Accelerate and Transformers in the same
+    process see the same ranks: under srun or mpirun call it before ``TrainingArguments``
+    (Accelerate does not read Slurm's variables). Pass ``env=`` to read another mapping and
+    leave ``os.environ`` alone. A single process, a Slurm batch shell included, gets a
+    one-rank group.
 
     Pass any ``init_process_group`` keyword (``timeout``…) through ``kwargs``; ``backend=``
     here selects the hwbackends backend, not the collective.
@@ -274,15 +277,18 @@ def _sbatch_scripts(
         *head,
         f"#SBATCH --ntasks-per-node={nproc}",
         *pin,
-        "# srun sets SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; the script must call",
-        "# hwbackends.distributed.init_process_group(), which reads them",
+        "# srun sets SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID for each task; the",
+        "# script must call hwbackends.distributed.init_process_group(), which reads them",
         f"srun --kill-on-bad-exit=1 {python}{cmd}",
     ]
     per_node = [
         *head,
         "#SBATCH --ntasks-per-node=1",
         *pin,
-        'head_node=$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)',
+        # No pipe into head: under pipefail, head exiting first kills scontrol with SIGPIPE
+        # (exit 141) on long node lists and the script stops before srun.
+        'hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST")',
+        "head_node=${hosts%%$'\\n'*}",
         f"port={_SLURM_PORT}",
         f"srun --kill-on-bad-exit=1 torchrun --nnodes {nnodes} --nproc-per-node {nproc} "
         '--rdzv-backend c10d --rdzv-endpoint "$head_node:$port" --rdzv-id "$SLURM_JOB_ID" '

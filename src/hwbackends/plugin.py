@@ -183,8 +183,9 @@ class BaseBackend:
     pci_vendor_ids: ClassVar[tuple[int, ...]] = ()
     pci_device_ids: ClassVar[tuple[int, ...]] = ()  # empty: every device id of the vendor
     # PCI classes that count: 0x12 matches the base class, 0x0b40 base class and subclass.
-    # Empty: every function of the vendor ids (declare classes where the vendor also makes
-    # NICs, chipsets or audio functions).
+    # Empty: the vendor's display controllers (0x03), processing accelerators (0x12) and
+    # co-processors (0x0b40), never its NICs, audio functions or bridges; declare classes to
+    # count others (0x08 system peripherals, 0xff unassigned ...) or fewer.
     pci_classes: ClassVar[tuple[int, ...]] = ()
     device_nodes: ClassVar[tuple[str, ...]] = ()
     driver_modules: ClassVar[tuple[str, ...]] = ()

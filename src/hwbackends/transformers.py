@@ -93,14 +93,34 @@ def _missing(packages: tuple[str, ...], host: Host) -> list[str]:
 
 
 def resolve_attention(
-    caps: Capabilities, host: Host, requested: str, kernels: KernelsStatus
+    caps: Capabilities,
+    host: Host,
+    requested: str,
+    kernels: KernelsStatus,
+    *,
+    paged: bool = False,
 ) -> tuple[str, str]:
-    """The ``attn_implementation`` to use and why; never one that will fail to load.
+    """The ``attn_implementation`` to use and why; never one that will fail to load or fail
+    in use.
 
     ``caps.attention`` is best-first; an option loads when its packages are installed and,
     for a hub kernel, when the kernels integration works. ``"auto"`` takes the first that
-    loads; an explicit name must be one of those, else ``UnsupportedSettingError``.
+    loads; an explicit name must be one of those, else ``UnsupportedSettingError``. A
+    ``paged|eager`` is accepted only with ``paged=True`` (generation with a paged cache);
+    other ``paged|`` names become the name without the prefix, as Transformers makes them.
     """
+    # Transformers keeps the prefix only for paged|eager (modeling_utils.py,
+    # _check_and_adjust_attn_implementation) and strips it elsewhere (handled below).
+    if requested == "paged|eager" and not paged:
+        plain = requested.removeprefix("paged|")
+        raise UnsupportedSettingError(
+            f"attn_implementation={requested!r} loads, but an ordinary forward or generate() "
+            'raises "called without a paged attention cache" (transformers '
+            "integrations/eager_paged.py): paged| implementations serve only generation with "
+            "a paged cache (continuous batching, generate_batch)",
+            f"{plain!r} for ordinary use, or paged=True when you generate with a paged cache",
+            f"pass attention={plain!r}, or paged=True",
+        )
     loadable: list[str] = []
     why_not: dict[str, str] = {}
     for opt in caps.attention:
@@ -126,7 +146,9 @@ def resolve_attention(
     if requested.startswith("paged|") and requested != "paged|eager":
         # Transformers strips the prefix with a FutureWarning (modeling_utils.py,
         # _check_and_adjust_attn_implementation); the stripped name is what loads cleanly.
-        impl, why = resolve_attention(caps, host, requested.removeprefix("paged|"), kernels)
+        impl, why = resolve_attention(
+            caps, host, requested.removeprefix("paged|"), kernels, paged=paged
+        )
         return impl, (
             f"{why}; {requested!r} became {impl!r}: Transformers only keeps the paged| prefix "
             "for paged|eager and strips it elsewhere with a FutureWarning"
@@ -136,7 +158,7 @@ def resolve_attention(
     tables = transformers_tables(host)
     if "/" in requested or ":" in requested:
         return _hub_attention(caps, requested, kernels, tables), (
-            f"hub kernel {requested} as requested"
+            f"hub kernel {requested} as requested; {_trust_rule(requested)}"
         )
     if requested in _attention_names(tables) and "flash" not in requested:
         # Registered in Transformers and not a flash variant (those need the device's table
@@ -148,10 +170,13 @@ def resolve_attention(
                 "sdpa or eager",
                 "use attention='auto'",
             )
-        return requested, (
+        why = (
             f"requested; registered in Transformers' AttentionInterface (not one of the "
             f"{caps.backend} backend's measured options, so not chosen by 'auto')"
         )
+        if requested.startswith("paged|"):
+            why += "; for generation with a paged cache, as asked (paged=True)"
+        return requested, why
     known = why_not.get(requested)
     works = ", ".join(
         dict.fromkeys(loadable + [o.name for o in caps.attention if o.name not in why_not])
@@ -194,6 +219,15 @@ def _hub_attention(
             "hub_kernels.is_kernel)",
             "write it as kernels-community/flash-attn2 or org/repo@v1:function",
         )
+    repo_id = _hub_repo_id(requested)
+    invalid = _invalid_repo_id(repo_id)
+    if invalid is not None:
+        raise UnsupportedSettingError(
+            f"attn_implementation={requested!r} names the repository {repo_id!r}, which the Hub "
+            f"refuses: {invalid} (huggingface_hub.utils.validate_repo_id)",
+            "a repository id of letters, digits, '-', '_' and '.', without spaces, '--' or '..'",
+            "write it as kernels-community/flash-attn2 or org/repo@v1:function",
+        )
     key = kernels.device_key
     builds = tables.kernel_builds(requested)
     if builds is not None and key is not None and key not in builds:
@@ -213,6 +247,48 @@ def _hub_attention(
             "use attention='auto', or fix what the reason names",
         )
     return requested
+
+
+def _hub_repo_id(requested: str) -> str:
+    """The repository of ``org/repo[@revision][:function]``, as Transformers splits it
+    (integrations/hub_kernels.py load_and_register_attn_kernel, which strips each part)."""
+    return requested.split(":")[0].partition("@")[0].strip()
+
+
+def _invalid_repo_id(repo_id: str) -> str | None:
+    """Why huggingface_hub's own validator refuses ``repo_id``; None when it accepts it or
+    huggingface_hub is not installed (then Transformers cannot fetch kernels either)."""
+    try:
+        # the public path; huggingface_hub.utils re-exports without __all__, hence the ignore
+        from huggingface_hub.utils import (  # type: ignore[attr-defined]
+            HFValidationError,
+            validate_repo_id,
+        )
+    except ImportError:
+        return None
+    try:
+        validate_repo_id(repo_id)
+    except HFValidationError as exc:
+        return str(exc).rstrip(".")
+    return None
+
+
+#: kernels 0.17.2 hf_hub._check_trust_remote_code: without trust_remote_code only
+#: repositories of publishers the Hub marks as trusted kernel publishers load;
+#: kernels-community is the one Transformers' own tables use.
+_TRUSTED_PUBLISHER = "kernels-community"
+
+
+def _trust_rule(requested: str) -> str:
+    org = _hub_repo_id(requested).split("/")[0]
+    if org == _TRUSTED_PUBLISHER:
+        return f"{org} is a trusted kernel publisher on the Hub"
+    return (
+        f"the kernels package loads hub kernels only from publishers the Hub marks as trusted "
+        f"(kernels-community is one); for {org} pass allow_all_kernels=True to from_pretrained "
+        "(Transformers hands it to kernels as trust_remote_code) once you trust that code, "
+        "unless the model lists the kernel in _compatible_flash_implementations"
+    )
 
 
 def _normalise_quant(q: Any) -> tuple[str, Any]:
@@ -277,11 +353,11 @@ def _spread_caps(t: Target) -> list[Capabilities]:
 
 
 def _loads_everywhere(
-    impl: str, spread: list[Capabilities], host: Host, kstat: KernelsStatus
+    impl: str, spread: list[Capabilities], host: Host, kstat: KernelsStatus, paged: bool = False
 ) -> bool:
     for c in spread:
         try:
-            resolve_attention(c, host, impl, kstat)
+            resolve_attention(c, host, impl, kstat, paged=paged)
         except UnsupportedSettingError:
             return False
     return True
@@ -366,8 +442,12 @@ def plan_pretrained(
     dtype: Any = "auto",
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
+    paged: bool = False,
 ) -> PretrainedPlan:
-    """Every ``from_pretrained`` setting for this hardware, with the reason for each."""
+    """Every ``from_pretrained`` setting for this hardware, with the reason for each.
+
+    ``paged=True`` says the model will generate with a paged cache (continuous batching):
+    only then is ``paged|eager`` accepted."""
     t = resolve_target(backend, device, env=env, host=host)
     return plan_for_target(
         t,
@@ -376,6 +456,7 @@ def plan_pretrained(
         quantization=quantization,
         dtype=dtype,
         torch_objects=True,
+        paged=paged,
     )
 
 
@@ -387,6 +468,7 @@ def plan_for_target(
     quantization: Any = None,
     dtype: Any = "auto",
     torch_objects: bool = True,
+    paged: bool = False,
 ) -> PretrainedPlan:
     """``plan_pretrained`` for a resolved target; ``torch_objects=False`` keeps dtype a name
     (the CLI uses that to avoid importing torch)."""
@@ -437,14 +519,17 @@ def plan_for_target(
     kwargs["dtype"] = _torch_dtype(name) if torch_objects else name
 
     kstat = kernels_status(t)
-    impl, reasons["attn_implementation"] = resolve_attention(caps, t.host, attention, kstat)
-    if len(spread) > 1 and not _loads_everywhere(impl, spread, t.host, kstat):
+    impl, reasons["attn_implementation"] = resolve_attention(
+        caps, t.host, attention, kstat, paged=paged
+    )
+    if len(spread) > 1 and not _loads_everywhere(impl, spread, t.host, kstat, paged):
         if attention != "auto":
             resolve_attention(
-                next(c for c in spread if not _loads_everywhere(impl, [c], t.host, kstat)),
+                next(c for c in spread if not _loads_everywhere(impl, [c], t.host, kstat, paged)),
                 t.host,
                 attention,
                 kstat,
+                paged=paged,
             )  # raises, naming the device
         impl = next(
             o.name for o in caps.attention if _loads_everywhere(o.name, spread, t.host, kstat)
@@ -500,6 +585,7 @@ def pretrained_kwargs(
     dtype: Any = "auto",
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
+    paged: bool = False,
 ) -> dict[str, Any]:
     """Keyword arguments for ``AutoModel*.from_pretrained`` on this hardware.
 
@@ -516,4 +602,5 @@ def pretrained_kwargs(
         dtype=dtype,
         env=env,
         host=host,
+        paged=paged,
     ).kwargs

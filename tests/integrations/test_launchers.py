@@ -156,6 +156,7 @@ def test_srun_style_variables_only(tmp_path: Path) -> None:
         {
             "SLURM_PROCID": str(r),
             "SLURM_NTASKS": "2",
+            "SLURM_STEP_NUM_TASKS": "2",
             "SLURM_LOCALID": str(r),
             "SLURM_NODEID": "0",
             "SLURM_JOB_NODELIST": "localhost",
@@ -195,16 +196,26 @@ def test_mpirun_style_variables_only(tmp_path: Path, style: tuple[str, ...]) -> 
 
 
 FAKE_SRUN = """#!{python}
-# srun for one node: starts SLURM_NTASKS_PER_NODE tasks of the command with srun's variables.
+# srun on one node: starts the step's tasks with the variables srun sets for each task
+# (srun(1) OUTPUT ENVIRONMENT VARIABLES; src/common/env.c env_array_for_step). Accepts the
+# forms the sbatch plans and MPICH's Hydra (srun -N 1 -n 1 --input none CMD) use.
 import os, subprocess, sys
-args = sys.argv[1:]
-while args[0].startswith("--"):  # srun's own options come before the command
-    args.pop(0)
-n = int(os.environ["SLURM_NTASKS_PER_NODE"])
+args, n = sys.argv[1:], None
+while args[0].startswith("-"):  # srun's own options come before the command
+    opt = args.pop(0)
+    if opt in ("-N", "-n", "--input"):
+        value = args.pop(0)
+        n = int(value) if opt == "-n" else n
+    elif opt.startswith("--ntasks-per-node="):
+        n = int(opt.split("=")[1])
+n = n or int(os.environ.get("SLURM_NTASKS_PER_NODE", "1"))
 procs = []
 for i in range(n):
     env = dict(os.environ, SLURM_PROCID=str(i), SLURM_LOCALID=str(i), SLURM_NTASKS=str(n),
-               SLURM_NODEID="0", SLURM_STEP_NODELIST=os.environ["SLURM_JOB_NODELIST"])
+               SLURM_NPROCS=str(n), SLURM_NODEID="0", SLURM_STEP_ID="0", SLURM_STEPID="0",
+               SLURM_STEP_NUM_TASKS=str(n), SLURM_STEP_NUM_NODES="1",
+               SLURM_STEP_TASKS_PER_NODE=str(n),
+               SLURM_STEP_NODELIST=os.environ["SLURM_JOB_NODELIST"])
     procs.append(subprocess.Popen(args, env=env))
 sys.exit(max(p.wait() for p in procs))
 """
@@ -265,8 +276,8 @@ def test_sbatch_pins_visibility_per_node() -> None:
         set -euo pipefail
         export CUDA_DEVICE_ORDER=PCI_BUS_ID
         export CUDA_VISIBLE_DEVICES=0,1
-        # srun sets SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID; the script must call
-        # hwbackends.distributed.init_process_group(), which reads them
+        # srun sets SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID for each task; the
+        # script must call hwbackends.distributed.init_process_group(), which reads them
         srun --kill-on-bad-exit=1 python t.py
         """  # noqa: E501
     )
@@ -278,3 +289,111 @@ def test_sbatch_pins_visibility_per_node() -> None:
         "CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES=0,1 accelerate launch "
     )
     assert "--num_processes 4 --multi_gpu --num_machines 2 --machine_rank 0" in plan.accelerate
+
+
+# -- real job shapes inside a Slurm allocation (issue 22) ---------------------------------
+
+MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (dev group)
+
+
+# The batch shell of `sbatch --ntasks=3` on one node, as sbatch(1) OUTPUT ENVIRONMENT
+# VARIABLES lists them (slurm-26-05-3-1 doc/man/man1/sbatch.1; src/common/env.c
+# env_array_for_batch_job and setup_env): SLURM_PROCID/SLURM_LOCALID/SLURM_NODEID are 0 and
+# SLURM_NTASKS is the job's, but nothing srun sets for a step's tasks (SLURM_STEP_NUM_TASKS,
+# SLURM_STEP_NODELIST, …) is there.
+def batch_shell(job: str, ntasks: int = 3) -> dict[str, str]:
+    return {
+        "SLURM_JOB_ID": job, "SLURM_JOBID": job, "SLURM_JOB_NAME": "train.sbatch",
+        "SLURM_JOB_NODELIST": "localhost", "SLURM_NODELIST": "localhost",
+        "SLURM_JOB_NUM_NODES": "1", "SLURM_NNODES": "1", "SLURM_NTASKS": str(ntasks),
+        "SLURM_NPROCS": str(ntasks), "SLURM_TASKS_PER_NODE": str(ntasks),
+        "SLURM_JOB_CPUS_PER_NODE": str(ntasks), "SLURM_CPUS_ON_NODE": str(ntasks),
+        "SLURM_PROCID": "0", "SLURM_LOCALID": "0", "SLURM_NODEID": "0", "SLURM_GTIDS": "0",
+        "SLURM_TASK_PID": "4242", "SLURMD_NODENAME": "localhost", "SLURM_SUBMIT_DIR": "/tmp",
+    }  # fmt: skip
+
+
+def fake_bin(tmp: Path, **scripts: str) -> Path:
+    fake = tmp / "bin"
+    fake.mkdir(exist_ok=True)
+    for name, text in scripts.items():
+        (fake / name).write_text(text.format(python=sys.executable))
+        (fake / name).chmod(0o755)
+    return fake
+
+
+def collect(out: Path, world: int) -> list[dict[str, object]]:
+    seen = [json.loads((out / f"rank{r}.json").read_text()) for r in range(world)]
+    for r, s in enumerate(seen):
+        assert (s["collective"], s["world"]) == ("gloo", world)
+        assert s["sum"] == world * (world + 1) / 2  # all_reduce of rank + 1
+        assert s["env"]["RANK"] == str(r)  # type: ignore[index]
+    return seen
+
+
+@pytest.mark.skipif(not MPIEXEC.exists(), reason="needs the mpich wheel (pip install mpich)")
+def test_real_mpiexec_runs_three_ranks_inside_a_slurm_batch_shell(tmp_path: Path) -> None:
+    """MPICH's mpiexec in a batch shell: every rank inherits SLURM_PROCID=0 and
+    SLURM_NTASKS=3 from the shell, and Hydra starts its proxy with srun (so the ranks also see
+    a one-task step: SLURM_STEP_NUM_TASKS=1); the ranks' own PMI_* must win."""
+    job, port = slurm_job_id_for_free_port()
+    env = {**base_env(tmp_path), **batch_shell(job)}
+    env["PATH"] = f"{fake_bin(tmp_path, srun=FAKE_SRUN)}{os.pathsep}{env['PATH']}"
+    out = tmp_path / "out"
+    out.mkdir()
+    line = f"{MPIEXEC} -n 3 {sys.executable} {worker(tmp_path)} {out}"
+    run_shell(line, env)
+    seen = collect(out, 3)
+    assert {s["launcher"] for s in seen} == {"mpi"}
+    # the port derived from the job id, as under srun: concurrent jobs on a node differ
+    assert {s["env"]["MASTER_PORT"] for s in seen} == {str(port)}  # type: ignore[index]
+
+
+def test_python_alone_in_a_batch_shell_is_one_process(tmp_path: Path) -> None:
+    """`python train.py` straight in the batch shell of `--ntasks=3`: one process, which
+    forms a one-rank group and returns (it used to wait for two ranks never started)."""
+    job, _ = slurm_job_id_for_free_port()
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, str(worker(tmp_path)), str(out)],
+        env={**base_env(tmp_path), **batch_shell(job)},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (seen,) = collect(out, 1)
+    assert seen["launcher"] == "none"
+
+
+SLOW_SCONTROL = """#!{python}
+# scontrol show hostnames for a 10,000-node list, written as the real one writes to a pipe:
+# in 4 KiB chunks, a little at a time, and killed by SIGPIPE once the reader has gone.
+import signal, sys, time
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+assert sys.argv[1:3] == ["show", "hostnames"], sys.argv
+text = "".join(f"node{{n:05d}}\\n" for n in range(1, 10001)).encode()
+for i in range(0, len(text), 4096):
+    sys.stdout.buffer.write(text[i : i + 4096])
+    sys.stdout.buffer.flush()
+    time.sleep(0.002)
+"""
+RECORD_SRUN = """#!/bin/sh
+printf '%s\\n' "$@" > "$SRUN_ARGS"
+"""
+
+
+def test_sbatch_torchrun_script_survives_a_slow_10000_node_list(tmp_path: Path) -> None:
+    """Under `set -euo pipefail`, `scontrol … | head -n 1` aborted the script when head
+    exited first (scontrol dies of SIGPIPE, 141). The script must reach srun with node 1."""
+    plan = launch_plan(4, nnodes=10000, scheduler="slurm", env={"HWBACKENDS_PLUGINS": ""})
+    assert "| head" not in plan.sbatch_torchrun and "set -euo pipefail" in plan.sbatch_torchrun
+    fake = fake_bin(tmp_path, scontrol=SLOW_SCONTROL, srun=RECORD_SRUN)
+    (tmp_path / "job.sbatch").write_text(plan.sbatch_torchrun)
+    env = {**base_env(tmp_path), "PATH": f"{fake}{os.pathsep}{os.environ['PATH']}",
+           "SLURM_JOB_ID": "123456", "SLURM_JOB_NODELIST": "node[00001-10000]",
+           "SRUN_ARGS": str(tmp_path / "srun.args")}  # fmt: skip
+    run_shell(f"bash {shlex.quote(str(tmp_path / 'job.sbatch'))}", env)
+    args = (tmp_path / "srun.args").read_text().split("\n")
+    assert args[args.index("--rdzv-endpoint") + 1] == "node00001:18456"

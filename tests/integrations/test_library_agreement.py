@@ -139,13 +139,62 @@ def test_attention_names_agree_with_transformers(tiny_model: Any, case: str) -> 
     host, env = (None, CPU_ONLY) if case == "cpu" else (on_this_stack(case), {})
     for name in NAMES:
         theirs = transformers_accepts(tiny_model, name)
-        try:
-            ours: str | None = pretrained_kwargs(host=host, env=env, attention=name)[
-                "attn_implementation"
-            ]
+        try:  # paged|eager: only for generation with a paged cache (paged=True)
+            ours: str | None = pretrained_kwargs(
+                host=host, env=env, attention=name, paged=name.startswith("paged|")
+            )["attn_implementation"]
         except UnsupportedSettingError:
             ours = None
         assert ours == theirs, name
+
+
+def test_paged_eager_is_refused_unless_generation_with_a_paged_cache_was_asked() -> None:
+    """paged|eager loads, and then an ordinary forward fails (issue 22, item 6)."""
+    import torch
+
+    model = transformers.LlamaForCausalLM(tiny_llama_config())
+    model.set_attn_implementation("paged|eager")
+    with pytest.raises(Exception, match="called without a paged attention cache"):
+        model(torch.tensor([[1, 2, 3]]))
+    with pytest.raises(
+        UnsupportedSettingError,
+        match=r"^attn_implementation='paged\|eager' loads, but an ordinary forward or generate\(\) "
+        r"raises \"called without a paged attention cache\".*Fix: pass attention='eager', or "
+        r"paged=True\.$",
+    ):
+        pretrained_kwargs(env=CPU_ONLY, attention="paged|eager")
+    plan = plan_pretrained(env=CPU_ONLY, attention="paged|eager", paged=True)
+    assert plan.kwargs["attn_implementation"] == "paged|eager"
+    assert plan.reasons["attn_implementation"].endswith("as asked (paged=True)")
+
+
+@pytest.mark.parametrize("bad", ["org /repo", "org/re po", "org/repo--x", "org/.repo"])
+def test_hub_ids_are_validated_with_huggingface_hubs_validator(bad: str) -> None:
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+    from transformers.integrations.hub_kernels import is_kernel
+
+    assert is_kernel(bad)  # Transformers' pattern lets it through, to fail at download
+    with pytest.raises(HFValidationError):
+        validate_repo_id(bad)
+    with pytest.raises(UnsupportedSettingError, match=r"which the Hub refuses: .*validate_repo_id"):
+        pretrained_kwargs(host=on_this_stack("cuda/h100-sxm-8"), env={}, attention=bad)
+
+
+def test_the_trust_rule_is_explained_as_the_installed_libraries_apply_it() -> None:
+    import inspect
+
+    from kernels import hf_hub
+    from transformers.integrations import hub_kernels
+
+    # Transformers hands allow_all_kernels to kernels as trust_remote_code, and kernels checks
+    # the publisher's trust unless it is set
+    assert "trust_remote_code=allow_all_kernels" in inspect.getsource(hub_kernels.get_kernel)
+    assert "trust_remote_code" in inspect.signature(hf_hub._check_trust_remote_code).parameters
+    host = on_this_stack("cuda/h100-sxm-8")
+    other = plan_pretrained(host=host, env={}, attention="someorg/flash-attn")
+    assert "pass allow_all_kernels=True to from_pretrained" in other.reasons["attn_implementation"]
+    trusted = plan_pretrained(host=host, env={}, attention="kernels-community/flash-attn2")
+    assert "allow_all_kernels" not in trusted.reasons["attn_implementation"]
 
 
 def test_paged_sdpa_reason_says_what_transformers_does() -> None:

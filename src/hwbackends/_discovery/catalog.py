@@ -1,16 +1,30 @@
 """The one vendor list in the core: known plugin distributions and the hardware they serve.
 
 Used only to say which plugin to install when hardware is found that no installed backend
-claims (fsspec's ``known_implementations`` plays the same part for filesystems). Selection,
-host reading and visibility never depend on it: an installed backend's own declarations are
-what count, and a vendor's plugin missing from this list works exactly as well.
+claims (fsspec's ``known_implementations`` plays the same part for filesystems), and which
+such hardware needs no plugin or has none (``KNOWN_FUNCTIONS``). Selection, host reading and
+visibility never depend on it: an installed backend's own declarations are what count, and a
+vendor's plugin missing from this list works exactly as well.
 """
 
 from __future__ import annotations
 
 import os
 
-__all__ = ["KNOWN_PLUGINS", "KnownPlugin", "install_command", "known_for"]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+__all__ = [
+    "KNOWN_FUNCTIONS",
+    "KNOWN_FUNCTION_VENDORS",
+    "KNOWN_PLUGINS",
+    "KnownFunction",
+    "KnownPlugin",
+    "install_command",
+    "known_for",
+    "known_function",
+]
 
 
 class KnownPlugin:
@@ -81,6 +95,145 @@ def known_for(vendor: str) -> KnownPlugin | None:
     """The known plugin for a host device's vendor key, or None."""
     for k in KNOWN_PLUGINS:
         if k.vendor == vendor:
+            return k
+    return None
+
+
+# -- PCI functions that are not hwbackends hardware ----------------------------------------
+#
+# Vendor data like the list above, and used the same way: only to word the report about a
+# PCI function no installed backend claims. "not-compute" functions (crypto, compression,
+# data-movement and queueing engines that share the co-processor or accelerator class with
+# compute devices) are named and otherwise left alone; "no-plugin" devices are compute
+# hardware that no hwbackends plugin exists for, so "install the vendor's plugin" would be
+# wrong advice. Device ids from the PCI ID Repository (pci.ids, https://pci-ids.ucw.cz/);
+# driver names from the Linux drivers that bind them (cited per row).
+
+
+class KnownFunction:
+    """PCI functions of one kind: ``what`` they are, and whether they compute (``kind``)."""
+
+    __slots__ = ("device_ids", "drivers", "kind", "pci_vendor_id", "source", "what")
+
+    def __init__(
+        self,
+        kind: str,
+        what: str,
+        pci_vendor_id: int,
+        device_ids: tuple[int, ...],
+        drivers: tuple[str, ...],
+        source: str,
+    ) -> None:
+        self.kind = kind  # "not-compute" or "no-plugin"
+        self.what = what
+        self.pci_vendor_id = pci_vendor_id
+        self.device_ids = device_ids
+        self.drivers = drivers
+        self.source = source
+
+    def __repr__(self) -> str:
+        return f"KnownFunction({self.what!r})"
+
+
+_QAT_SRC = (
+    "pci.ids 8086 (… QAT, QuickAssist Technology); Linux drivers/crypto/intel/qat "
+    "adf_accel_devices.h (ADF_*_DEVICE_NAME: dh895xcc, c6xx, c3xxx, 200xx, d15xx, c4xxx, 4xxx, "
+    "420xx and their vf drivers)"
+)
+KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
+    KnownFunction(
+        "not-compute",
+        "Intel QuickAssist Technology (crypto and compression offload)",
+        0x8086,
+        (0x0434, 0x0435, 0x0442, 0x0443, 0x128C, 0x128D, 0x18A0, 0x18A1, 0x18EE, 0x18EF,
+         0x19E2, 0x19E3, 0x1F18, 0x1F19, 0x37C8, 0x37C9, 0x4940, 0x4941, 0x4942, 0x4943,
+         0x4944, 0x4945, 0x4946, 0x4947, 0x4948, 0x4949, 0x6F54, 0x6F55),
+        ("dh895xcc", "dh895xccvf", "c6xx", "c6xxvf", "c3xxx", "c3xxxvf", "200xx", "200xxvf",
+         "d15xx", "d15xxvf", "c4xxx", "c4xxxvf", "4xxx", "4xxxvf", "420xx", "qat_*"),
+        _QAT_SRC,
+    ),
+    KnownFunction(
+        "not-compute",
+        "Intel Data Streaming / In-Memory Analytics Accelerator (DSA/IAA: memory copy and "
+        "compression offload)",
+        0x8086,
+        (0x0B25, 0x0CFE, 0xB02D),
+        ("idxd",),
+        "pci.ids 8086:0b25 Data Streaming Accelerator (DSA), 0cfe In-Memory Analytics "
+        "Accelerator (IAA); Linux drivers/dma/idxd (driver idxd)",
+    ),
+    KnownFunction(
+        "not-compute",
+        "Intel Dynamic Load Balancer (DLB: hardware queue management)",
+        0x8086,
+        (0x2710, 0x2714, 0x2715),
+        ("dlb2",),
+        "pci.ids 8086:2710 Dynamic Load Balancer 2.0, 2714 2.5, 2715 VF; Intel DLB driver dlb2",
+    ),
+    KnownFunction(
+        "no-plugin",
+        "NEC SX-Aurora TSUBASA Vector Engine",
+        0x1BCF,
+        (0x001C,),
+        ("ve_drv",),
+        "pci.ids 1bcf:001c Vector Engine 1.0; NEC VEOS kernel module ve_drv",
+    ),
+    KnownFunction(
+        "no-plugin",
+        "Intel Xeon Phi co-processor (Knights Ferry/Corner/Landing card)",
+        0x8086,
+        (0x2249, 0x224A, 0x2250, 0x225C, 0x225D, 0x225E, 0x2262),
+        ("mic", "mic_x100"),
+        "pci.ids 8086:2250-225e Xeon Phi coprocessor 5100/SE10/7120/3120/31S1, 2262 7220",
+    ),
+    # an inference engine on every Core Ultra laptop, but no torch device: named, and quiet
+    KnownFunction(
+        "not-compute",
+        "Intel NPU (AI Boost, driven through OpenVINO; not a torch device)",
+        0x8086,
+        (0x643E, 0x7D1D, 0xAD1D, 0xB03E),
+        ("intel_vpu",),
+        "pci.ids 8086:7d1d/643e/ad1d/b03e Core Ultra … NPU; Linux drivers/accel/ivpu "
+        "(driver intel_vpu)",
+    ),
+    KnownFunction(
+        "no-plugin",
+        "Tenstorrent AI accelerator (Grayskull, Wormhole, Blackhole)",
+        0x1E52,
+        (0xFACA, 0x401E, 0xB140),
+        ("tenstorrent",),
+        "pci.ids 1e52 Tenstorrent: faca Grayskull, 401e Wormhole, b140 Blackhole; "
+        "tenstorrent/tt-kmd (driver tenstorrent)",
+    ),
+    KnownFunction(
+        "no-plugin",
+        "Baidu Kunlun AI accelerator",
+        0x1D22,
+        (0x3684, 0x3685),
+        (),
+        "pci.ids 1d22:3684 Kunlun AI Accelerator, 3685 Kunlun2 [VF]",
+    ),
+)  # fmt: skip
+
+
+#: The vendor ids of ``KNOWN_FUNCTIONS``: the reader consults the table only for these.
+KNOWN_FUNCTION_VENDORS = frozenset(k.pci_vendor_id for k in KNOWN_FUNCTIONS)
+
+
+def known_function(
+    vid: int, did: int | None, driver: Callable[[], str | None] | None = None
+) -> KnownFunction | None:
+    """The known non-hwbackends PCI function with this vendor/device id, else with this bound
+    driver (``driver()`` is read only when no device id matched)."""
+    rows = [k for k in KNOWN_FUNCTIONS if k.pci_vendor_id == vid]
+    for k in rows:
+        if did is not None and did in k.device_ids:
+            return k
+    bound = driver() if driver is not None and rows else None
+    for k in rows:
+        if bound and any(
+            bound == d or (d.endswith("*") and bound.startswith(d[:-1])) for d in k.drivers
+        ):
             return k
     return None
 

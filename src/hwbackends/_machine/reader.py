@@ -14,7 +14,12 @@ from _collections_abc import Mapping  # collections.abc's classes, without impor
 
 from hwbackends._base.files import _listdir, _read_text, match_node
 from hwbackends._base.guard import PluginFault, call, describe
-from hwbackends._discovery.catalog import KNOWN_PLUGINS
+from hwbackends._discovery.catalog import (
+    KNOWN_FUNCTION_VENDORS,
+    KNOWN_PLUGINS,
+    KnownFunction,
+    known_function,
+)
 from hwbackends._discovery.dists import _scan_packages
 from hwbackends._discovery.loading import installed_backends
 from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
@@ -75,6 +80,9 @@ _ACCEL_BASE_CLASS = 0x12
 
 
 _COPROCESSOR_CLASS = 0x0B40
+# What a backend that declares no ``pci_classes`` counts among its vendor's functions: display
+# controllers, processing accelerators and co-processors, never its NICs, audio or bridges.
+_COMPUTE_CLASSES = (0x03, _ACCEL_BASE_CLASS, _COPROCESSOR_CLASS)
 
 
 def _read_torch_build(path: Iterable[str]) -> TorchBuild | None:
@@ -113,9 +121,10 @@ def _hex(text: str | None) -> int | None:
 
 
 def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
-    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass."""
+    """``allowed`` entries up to 0xff match the base class, longer ones class and subclass;
+    none declared means the compute classes (``_COMPUTE_CLASSES``)."""
     if not allowed:
-        return True
+        allowed = _COMPUTE_CLASSES
     base, sub = klass >> 16, klass >> 8
     return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
 
@@ -160,15 +169,32 @@ class _Function:
     def __init__(self, folder: str, bus: str, vid: int, did: int | None, klass: str) -> None:
         self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
 
-    def device(self, vendor: str, unclaimed: bool = False) -> HostDevice:
+    def driver(self) -> str | None:
+        """The bound driver: the ``driver`` link's name, else ``DRIVER=`` in ``uevent``."""
+        try:
+            return os.path.basename(os.readlink(os.path.join(self.folder, "driver"))) or None
+        except OSError:
+            pass
+        for line in (_read_text(os.path.join(self.folder, "uevent"), 4096) or "").splitlines():
+            if line.startswith("DRIVER="):
+                return line[7:].strip() or None
+        return None
+
+    def device(
+        self, vendor: str, unclaimed: bool = False, known: KnownFunction | None = None
+    ) -> HostDevice:
         # amdgpu exposes the VRAM size here; other drivers leave it out
         mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
         extra: dict[str, Any] = {"pci_class": self.klass}
+        if unclaimed or known is not None:
+            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
         if unclaimed:
             extra["unclaimed"] = True
-            extra["pci_vendor_id"] = f"0x{self.vid:04x}"
+        if known is not None:
+            extra["known_function"] = known.kind
         return HostDevice(
             vendor=vendor,
+            name=known.what if known is not None else None,
             pci_bus_id=self.bus,
             pci_device_id=f"0x{self.did:04x}" if self.did is not None else None,
             memory_bytes=int(mem) if mem and mem.strip().isdigit() else None,
@@ -198,13 +224,28 @@ def _read_devices(
 
         fn = _Function(d, bus.lower(), vid, did, klass_text)
         owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
-        if owner is not None:
-            own[id(owner)].append(fn.device(owner.vendor))
+        cat = (
+            None
+            if owner is not None
+            else next((k for k in known if _claims(k, vid, did, klass)), None)
+        )
+        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
+        if owner is None and cat is None and not accel:
             continue
-        cat = next((k for k in known if _claims(k, vid, did, klass)), None)
-        if cat is not None:
+        # Crypto/compression engines and compute devices no plugin exists for are named, never
+        # counted as a backend's hardware nor "install a plugin" (the catalog's
+        # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
+        # in its own pci_device_ids is more specific than that table, and keeps it.
+        kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
+        if kf is not None and not (
+            owner is not None and did in getattr(owner, "pci_device_ids", ())
+        ):
+            others.append(fn.device(f"pci_{vid:04x}", known=kf))
+        elif owner is not None:
+            own[id(owner)].append(fn.device(owner.vendor))
+        elif cat is not None:
             others.append(fn.device(cat.vendor))
-        elif klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS:
+        else:
             others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
     out: list[HostDevice] = []
     for b in backends:

@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
     from hwbackends._base.protocol import Device, Probe
     from hwbackends._machine.host import Host
+    from hwbackends._machine.values import HostDevice
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
 
@@ -145,12 +146,29 @@ def _unserved_hardware(
     out: list[str] = []
     checkout: list[str | None] = []
     seen: set[str] = set()
+    named: dict[str, list[HostDevice]] = {}
     for d in host.devices:
-        if d.vendor in claimed or d.vendor in seen:
+        kind = d.extra.get("known_function")
+        if d.vendor not in claimed and kind == "no-plugin" and d.name:
+            named.setdefault(d.name, []).append(d)
+    for what, devs in named.items():
+        d = devs[0]
+        vid = str(d.extra.get("pci_vendor_id", "?")).removeprefix("0x")
+        did = (d.pci_device_id or "?").removeprefix("0x")
+        out.append(
+            f"{len(devs)} {what} (PCI {vid}:{did} at "
+            f"{', '.join(x.pci_bus_id or '?' for x in devs)}): no hwbackends plugin exists for "
+            "this hardware, so no backend can use it"
+        )
+    for d in host.devices:
+        if d.vendor in claimed or d.vendor in seen or d.extra.get("known_function"):
             continue
         seen.add(d.vendor)
-        n = sum(1 for x in host.devices if x.vendor == d.vendor)
-        where = ", ".join(x.pci_bus_id or "?" for x in host.devices if x.vendor == d.vendor)
+        same = [
+            x for x in host.devices if x.vendor == d.vendor and not x.extra.get("known_function")
+        ]
+        n = len(same)
+        where = ", ".join(x.pci_bus_id or "?" for x in same)
         k = known_for(d.vendor)
         if k is None:
             pid = f"{d.extra.get('pci_vendor_id', d.vendor)}:{d.pci_device_id or '?'}"

@@ -101,13 +101,16 @@ def _local_rank(env: Mapping[str, str]) -> int | None:
 
 
 def torch_fix(backend: Backend, host: Host) -> str:
-    """The command that makes torch importable for ``backend`` on this machine: the wheel
+    """The command that makes torch importable for ``backend`` on this machine: the one its
+    probe gives for these devices (the wheel index that has kernels for them), else the wheel
     index of the backend's torch build (``torch_flavour``; the CPU wheel for cpu), else the
     backend's own ``install_hint``, run with this interpreter's pip."""
     import shlex
     import sys
 
     from hwbackends._base.versions import TORCH_INDEXES, torch_install_hint
+
+    device_cmd = _probe_torch_command(backend, host)
 
     try:  # a plugin's declarations, read defensively: this runs while reporting an error
         name = str(getattr(backend, "name", ""))
@@ -117,7 +120,9 @@ def torch_fix(backend: Backend, host: Host) -> str:
         name, flavour, hint = "", None, ""
     if name == "cpu":
         flavour = "cpu"
-    if isinstance(flavour, str) and flavour in TORCH_INDEXES:
+    if device_cmd is not None:
+        cmd = device_cmd
+    elif isinstance(flavour, str) and flavour in TORCH_INDEXES:
         cmd = torch_install_hint(flavour)
     elif isinstance(hint, str) and hint.strip():
         cmd = hint.strip()
@@ -129,5 +134,26 @@ def torch_fix(backend: Backend, host: Host) -> str:
         return f"install torch: {cmd}"
     # installed (its metadata is there) yet not importable: a broken or partial install
     return f"reinstall torch, whose installed {host.torch.version} does not import: {cmd}" + (
-        " --force-reinstall" if cmd.endswith(tuple(TORCH_INDEXES.values())) else ""
+        " --force-reinstall" if "--index-url https://download.pytorch.org/" in cmd else ""
     )
+
+
+def _probe_torch_command(backend: Backend, host: Host) -> str | None:
+    """The ``pip install … torch … --index-url`` command of the backend's probe hint (a plugin
+    may pick the index by device, e.g. cu126 for Pascal GPUs), or None."""
+    from hwbackends._selection.registry import plugin_call
+
+    try:
+        probe = plugin_call(
+            str(getattr(backend, "name", "?")), "probe", lambda: backend.probe(host)
+        )
+    except Exception:  # reporting an error: a failing probe must not replace it
+        return None
+    hint = getattr(probe, "hint", None)
+    if not isinstance(hint, str) or not hint.startswith("pip install "):
+        return None
+    cmd = hint.partition(" (")[0].strip()
+    words = cmd.split()
+    if "--index-url" not in words or not any(w.strip("'\"").startswith("torch") for w in words):
+        return None
+    return cmd

@@ -96,20 +96,36 @@ class CudaBackend(BaseBackend):
     def probe(self, host: Host) -> Probe:
         from . import _probe
 
-        archs = [self.arch_of(d) for d in self.host_devices(host)]
-        return _probe.probe(self.name, host, archs)
+        own = self.host_devices(host)
+        archs = [self.arch_of(d) for d in own]
+        return _probe.probe(self.name, host, archs, [self.label_of(d) for d in own])
 
     # -- devices -----------------------------------------------------------------------------
 
     def arch_of(self, hd: HostDevice) -> str | None:
-        """The host's arch (any spelling), else NVML's, else the model-name table's."""
+        """The host's arch (any spelling), else NVML's, else the model-name table's, else the
+        PCI device-id table's (a bare PCI function: no driver, no NVML)."""
         from . import _arch
 
         arch = _arch.normalise(hd.arch)
         if arch is None:
             row = _arch.arch_for_name(hd.name)
             arch = row.arch if row else None
+        if arch is None:
+            by_id = _arch.arch_for_device_id(hd.pci_device_id)
+            arch = by_id[0] if by_id else None
         return arch
+
+    def label_of(self, hd: HostDevice) -> str:
+        """The device's name, else its product from the PCI id table, else its PCI id."""
+        if hd.name:
+            return hd.name
+        from . import _arch
+
+        by_id = _arch.arch_for_device_id(hd.pci_device_id)
+        if by_id is not None and by_id[1]:
+            return f"NVIDIA {by_id[1]}"
+        return hd.pci_device_id or "unknown model"
 
     def known_archs(self) -> tuple[str, ...]:
         from ._arch import SM
@@ -132,6 +148,10 @@ class CudaBackend(BaseBackend):
         label: str | None,
     ) -> Device:
         dev = super().make_device(index, physical_index, hd, sub_index, label)
+        if dev.name is None and hd is not None and hd.pci_device_id:
+            # no driver name (bare PCI function): the product the device id stands for
+            named = self.label_of(hd)
+            dev = replace(dev, name=named) if named != hd.pci_device_id else dev
         mig = hd.extra.get("mig") if hd is not None else None
         if sub_index is None or not isinstance(mig, list) or not 0 <= sub_index < len(mig):
             return dev
@@ -218,8 +238,9 @@ class CudaBackend(BaseBackend):
             device_map_auto=True,
             limitations=tuple(limits),
             sources={
-                "arch": "host arch, NVML compute capability, or the model-name table "
-                f"(hwbackends_cuda/_arch.py, {_arch.CC_LIST})",
+                "arch": "host arch, NVML compute capability, the model-name table "
+                f"(hwbackends_cuda/_arch.py, {_arch.CC_LIST}), or the PCI device-id table "
+                "(hwbackends_cuda/_pciids.py: pci.ids and the same list)",
                 "dtypes": precision_src,
                 "training_precision": precision_src,
                 "attention": f"{tables.origin}; not offered: {'; '.join(skipped) or 'none'}",

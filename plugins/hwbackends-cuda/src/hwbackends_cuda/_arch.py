@@ -18,7 +18,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-__all__ = ["MODELS", "SM", "ModelName", "SmArch", "arch_for_name", "normalise", "sm_at_least"]
+__all__ = [
+    "MODELS",
+    "SM",
+    "ModelName",
+    "SmArch",
+    "arch_for_device_id",
+    "arch_for_name",
+    "normalise",
+    "sm_at_least",
+]
 
 CC_LIST = "https://developer.nvidia.com/cuda-gpus (compute capability per product)"
 GUIDE_CC = (
@@ -61,6 +70,12 @@ def _sm(
 SM: Mapping[str, SmArch] = {
     a.arch: a
     for a in (
+        _sm(50, "Maxwell", RN_130, "6.5", 12),
+        _sm(52, "Maxwell", RN_130, "6.5", 12),
+        _sm(53, "Maxwell", RN_130 + " (Jetson TX1)", "6.5", 12),
+        _sm(60, "Pascal", RN_130, "8.0", 12),
+        _sm(61, "Pascal", RN_130, "8.0", 12),
+        _sm(62, "Pascal", RN_130 + " (Jetson TX2)", "8.0", 12),
         _sm(70, "Volta", RN_130, "9.0", 12),
         _sm(72, "Volta", RN_130, "10.0", 12),
         _sm(75, "Turing", "CUDA 10.0 release notes"),
@@ -139,6 +154,22 @@ _ROWS: list[ModelName] = [
     _m("GTX 1650", 75),
     # Volta
     _m("V100", 70), _m("V100S", 70), _m("TITAN V", 70), _m("QUADRO GV100", 70),
+    # Pascal ("TITAN X (Pascal)" and "TITAN Xp" are GP102; the Maxwell one is "GTX TITAN X")
+    _m("P100", 60), _m("QUADRO GP100", 60), _m("P40", 61), _m("P4", 61), _m("P6", 61),
+    _m("P10", 61), _m("TITAN X PASCAL", 61), _m("TITAN XP", 61), _m("GTX 10#0", 61),
+    _m("GT 1030", 61), _m("GT 1010", 61), _m("QUADRO P#000", 61), _m("QUADRO P#200", 61),
+    _m("QUADRO P#00", 61), _m("QUADRO P#20", 61), _m("MX150", 61), _m("MX230", 61),
+    _m("MX250", 61), _m("MX330", 61), _m("MX350", 61),
+    # Maxwell (GM107/GM108 are 5.0, GM20x 5.2)
+    _m("M60", 52), _m("M40", 52), _m("M6", 52), _m("M4", 52), _m("M10", 50),
+    _m("GTX TITAN X", 52), _m("GTX 9#0", 52), _m("GTX 965M", 52), _m("GTX 970M", 52),
+    _m("GTX 980M", 52), _m("GTX 950M", 50), _m("GTX 960M", 50), _m("GTX 750", 50),
+    _m("GTX 750 TI", 50), _m("GTX 745", 50), _m("QUADRO M#000", 52), _m("QUADRO M3000M", 52),
+    _m("QUADRO M4000M", 52), _m("QUADRO M5000M", 52), _m("QUADRO M2200", 52),
+    _m("QUADRO M1000M", 50), _m("QUADRO M2000M", 50), _m("QUADRO M1200", 50),
+    _m("QUADRO M600M", 50), _m("QUADRO M500M", 50), _m("QUADRO M520", 50),
+    _m("QUADRO K2200", 50), _m("QUADRO K1200", 50), _m("QUADRO K620", 50), _m("MX130", 50),
+    _m("MX110", 50), _m("940MX", 50), _m("930MX", 50),
 ]  # fmt: skip
 MODELS: tuple[ModelName, ...] = tuple(sorted(_ROWS, key=lambda r: -len(r.tokens)))
 
@@ -172,6 +203,25 @@ def arch_for_name(name: str | None) -> ModelName | None:
     if name not in _BY_NAME:  # a box has few distinct names and many GPUs: match each once
         _BY_NAME[name] = _match(name)
     return _BY_NAME[name]
+
+
+def arch_for_device_id(device_id: str | int | None) -> tuple[str, str | None] | None:
+    """``(arch, product name)`` for an NVIDIA PCI device id (``"0x1b06"``), from the generated
+    ``_pciids`` table (pci.ids + NVIDIA's compute-capability list); None when not listed."""
+    if device_id is None:
+        return None
+    if isinstance(device_id, str) and len(device_id) > 10:  # "0x" + 4 hex digits, and spaces
+        return None
+    try:
+        did = device_id if isinstance(device_id, int) else int(device_id.strip(), 16)
+    except (ValueError, AttributeError):  # a host file may hold anything there
+        return None
+    from ._pciids import CHIPS, DEVICES  # ~700 rows: only where an id must be looked up
+
+    row = DEVICES.get(did)
+    if row is None:
+        return None
+    return CHIPS[row[0]][0], row[1] or None
 
 
 def _match(name: str) -> ModelName | None:

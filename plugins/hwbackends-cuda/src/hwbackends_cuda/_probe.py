@@ -39,12 +39,54 @@ DRIVER_HINT = (
 )
 
 
-def _names(host: Host, vendor: str) -> str:
+def _names(host: Host, vendor: str, labels: list[str] | None = None) -> str:
     counts: dict[str, int] = {}
-    for d in host.devices_of(vendor):
-        key = d.name or d.arch or d.pci_device_id or "unknown model"
+    devs = host.devices_of(vendor)
+    for i, d in enumerate(devs):
+        key = labels[i] if labels is not None and i < len(labels) else None
+        key = key or d.name or d.arch or d.pci_device_id or "unknown model"
         counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
+
+
+def _wheel_advice(
+    host: Host, archs: list[str | None], labels: list[str]
+) -> tuple[str | None, str | None, str | None]:
+    """(problem, hint, evidence) from PyTorch's per-release wheel matrix (``_wheels``).
+
+    ``problem``: the installed CUDA wheel has no kernels for some GPU. ``hint``: the pip line
+    for an index that has kernels for every GPU, with the reason when it is not the default
+    index. ``evidence``: the matrix row the advice rests on, with its source."""
+    if (host.machine or "").lower() not in ("x86_64", "amd64"):
+        return None, None, None  # the matrix rows are PyTorch's Linux x86_64/Windows wheels
+    from ._arch import SM
+    from ._wheels import advise, caps_text, runs_on, wheel_of
+
+    rows = [(SM.get(a or ""), lbl) for a, lbl in zip(archs, labels, strict=False)]
+    known = [(r.capability, f"{lbl} ({r.arch}, {r.family})") for r, lbl in rows if r is not None]
+    if not known:
+        return None, None, None
+    t = host.torch
+    installed = wheel_of(t.version, t.cuda) if t is not None and t.flavour == "cuda" else None
+    problem = line = None
+    if installed is not None and t is not None:
+        bad = list(dict.fromkeys(lbl for c, lbl in known if not runs_on(installed, c)))
+        if not bad:
+            return None, None, None
+        line = installed.torch
+        problem = (
+            f"the installed torch {t.version} has no kernels for {', '.join(bad)}: PyTorch "
+            f"builds its {installed.index} wheels of torch {installed.torch} for compute "
+            f"capability {caps_text(installed)} only"
+        )
+    default = TORCH_INDEXES["cuda"].rstrip("/").rpartition("/")[2]
+    advice = advise(known, line=line, default_index=default)
+    if advice.command is None:
+        hint = advice.reason
+    else:
+        hint = advice.command + (f" ({advice.reason})" if advice.reason else "")
+    evidence = f"wheel matrix: {advice.source}" if advice.reason else None
+    return problem, hint, evidence
 
 
 def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str], list[str]]:
@@ -75,7 +117,7 @@ def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str]
     return (msgs, []) if len(bad) == len({a for a in archs if a in SM}) else ([], msgs)
 
 
-def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
+def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> Probe:
     gpus = host.devices_of("nvidia")
     amd = host.devices_of("amd")
     nodes = [n for n in host.device_nodes if n.startswith("nvidia")]
@@ -84,7 +126,7 @@ def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
     torch_issue = torch_build_problem(host, "cuda")
     ev: list[str] = []
     if gpus:
-        ev.append(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus: {_names(host, 'nvidia')}")
+        ev.append(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus: {_names(host, 'nvidia', labels)}")
     if driver is not None:
         ev.append(f"NVIDIA driver {driver or '(version not readable)'}")
     if nodes:
@@ -125,9 +167,16 @@ def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
         )
         hints.append(DRIVER_HINT)
     cuda = host.torch.cuda if host.torch is not None else None
+    wheel_problem, wheel_hint, wheel_source = _wheel_advice(host, archs, labels)
+    if wheel_source is not None:
+        ev.append(wheel_source)
     if torch_issue is not None:
         problems.append(torch_issue[0])
-        hints.append(torch_issue[1])
+        if wheel_hint is None:
+            hints.append(torch_issue[1])
+        else:
+            replaces = f" (replaces the {host.torch.flavour} build)" if host.torch else ""
+            hints.append(wheel_hint + replaces)
     elif driver and cuda:
         need = DRIVER_MIN.get(release(cuda)[0] if release(cuda) else -1)
         if need is not None and version_in_range(driver, need) is False:
@@ -136,13 +185,16 @@ def probe(name: str, host: Host, archs: list[str | None]) -> Probe:
                 f"upgrade the NVIDIA driver to {need} or newer, or install a torch build for "
                 "an older CUDA"
             )
-    if torch_issue is None:
+    if torch_issue is None and wheel_problem is not None:
+        problems.append(wheel_problem)
+        hints.append(wheel_hint or f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
+    elif torch_issue is None:
         arch_problems, notes = _arch_problems(archs, cuda)
         problems += arch_problems
         if arch_problems:
-            hints.append(f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
+            hints.append(wheel_hint or f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
         ev += notes
-    what = f"{len(gpus)} NVIDIA GPU(s) ({_names(host, 'nvidia')})"
+    what = f"{len(gpus)} NVIDIA GPU(s) ({_names(host, 'nvidia', labels)})"
     if problems:
         return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
                      "; then ".join(hints), tuple(ev))  # fmt: skip

@@ -50,7 +50,9 @@ _DIST_SOURCE = (
 
 
 _SOURCES = {
-    "arch": "KFD topology gfx_target_version (host reader) or the host file",
+    "arch": "KFD topology gfx_target_version (host reader) or the host file, else the PCI "
+    "device-id table (hwbackends_rocm/_pciids.py: the amdgpu driver's pciidlist, pci.ids and "
+    "LLVM's AMDGPU processor table)",
     "device_type": (
         f"torch ROCm builds expose HIP as torch.cuda; device_map 'cuda', never 'rocm' ({HF} §3.1)"
     ),
@@ -95,6 +97,16 @@ class RocmBackend(BaseBackend):
 
         return _system.order_by_kfd(root, found)
 
+    def arch_of(self, hd: HostDevice) -> str | None:
+        """The host's gfx target (KFD ``gfx_target_version``, host file), else the PCI
+        device-id table's (a bare PCI function, or a KFD node without a gfx version)."""
+        if hd.arch:
+            return hd.arch
+        from ._arch import pci_row
+
+        row = pci_row(hd.pci_device_id)
+        return row.arch if row is not None and row.arch else None
+
     def probe(self, host: Host) -> Probe:
         from . import _probe
 
@@ -105,7 +117,7 @@ class RocmBackend(BaseBackend):
                 return None
             return " ".join(f"{k}={v}" for k, v in env.items()) or None
 
-        return _probe.probe(self.name, host, pin)
+        return _probe.probe(self.name, host, pin, self.arch_of)
 
     def make_device(
         self,
@@ -116,12 +128,17 @@ class RocmBackend(BaseBackend):
         label: str | None,
     ) -> Device:
         dev = super().make_device(index, physical_index, hd, sub_index, label)
-        from ._arch import GFX
+        from ._arch import GFX, pci_row
 
-        row = GFX.get(dev.arch or "")
-        if dev.name is None and row is not None:
-            # sysfs gives AMD GPUs no model name; the gfx target names the product family.
-            dev = replace(dev, name=f"AMD {row.products}")
+        if dev.name is None and hd is not None:
+            # sysfs gives AMD GPUs no model name: the device id names the product, else the
+            # gfx target names the product family.
+            by_id = pci_row(hd.pci_device_id)
+            row = GFX.get(dev.arch or "")
+            if by_id is not None and by_id.product:
+                dev = replace(dev, name=f"AMD {by_id.product}")
+            elif row is not None:
+                dev = replace(dev, name=f"AMD {row.products}")
         return dev
 
     def capabilities(
@@ -143,8 +160,8 @@ class RocmBackend(BaseBackend):
 
         arch = device.arch if device is not None else None
         if device is None and host is not None:
-            usable = [g for g in _probe.classify(host) if g.usable]
-            arch = usable[0].device.arch if usable else None
+            usable = [g for g in _probe.classify(host, self.arch_of) if g.usable]
+            arch = usable[0].arch if usable else None
         row = GFX.get(arch or "")
         cap = capability(arch)
         tables = transformers_tables(host)

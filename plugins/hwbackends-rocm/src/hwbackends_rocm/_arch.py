@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["GFX", "GfxArch", "capability", "gfx_where"]
+__all__ = ["GFX", "GfxArch", "PciRow", "capability", "gfx_where", "pci_row"]
 
 Support = Literal["supported", "deprecated", "community", "unsupported"]
 
@@ -68,6 +68,24 @@ def _g(arch: str, family: str, products: str, support: Support, *, igpu: bool = 
 GFX: Mapping[str, GfxArch] = {
     a.arch: a
     for a in (
+        # GCN1-GCN4 and most of GCN5/RDNA1/RDNA2: real amdgpu targets, but not on AMD's ROCm
+        # support list (SYSREQ names none of them); LLVM's table gives the products.
+        _g("gfx600", "GCN1", "Radeon HD 7970/7950, R9 280X (Tahiti)", "unsupported"),
+        _g("gfx601", "GCN1", "Radeon HD 7870/7770, R7 370 (Pitcairn, Cape Verde)", "unsupported"),
+        _g("gfx602", "GCN1", "Radeon R7 240/250, HD 8570 (Oland, Hainan)", "unsupported"),
+        _g("gfx700", "GCN2", "Kaveri APUs (A10-7850K)", "unsupported", igpu=True),
+        _g("gfx701", "GCN2", "Radeon R9 290/390, FirePro W9100 (Hawaii)", "unsupported"),
+        _g("gfx703", "GCN2", "Kabini/Mullins APUs", "unsupported", igpu=True),
+        _g("gfx704", "GCN2", "Radeon R7 260X, HD 7790 (Bonaire)", "unsupported"),
+        _g("gfx801", "GCN3", "Carrizo APUs", "unsupported", igpu=True),
+        _g("gfx802", "GCN3", "Radeon R9 285/380 (Tonga), R7 M260 (Iceland)", "unsupported"),
+        _g("gfx803", "GCN3/GCN4", "Radeon R9 Fury (Fiji), RX 470/480/570/580/590 (Polaris)",
+           "unsupported"),
+        _g("gfx810", "GCN3", "Stoney Ridge APUs", "unsupported", igpu=True),
+        _g("gfx900", "GCN5 (Vega 10)", "Instinct MI25, Radeon RX Vega 56/64", "unsupported"),
+        _g("gfx902", "GCN5 (Vega)", "Ryzen 2000/3000 APUs (Raven, Picasso)", "unsupported",
+           igpu=True),
+        _g("gfx904", "GCN5 (Vega 12)", "Radeon Pro Vega 20 (Vega 12)", "unsupported"),
         _g("gfx906", "GCN5 (Vega 20)", "Instinct MI50/MI60, Radeon VII", "deprecated"),
         _g("gfx908", "CDNA", "Instinct MI100", "supported", source=MI100),
         _g("gfx90a", "CDNA2", "Instinct MI210/MI250/MI250X", "supported", bf16=True,
@@ -76,7 +94,18 @@ GFX: Mapping[str, GfxArch] = {
            fp8="fnuz", source=CDNA3),
         _g("gfx950", "CDNA4", "Instinct MI350X/MI355X", "supported", bf16=True, fp8="ocp",
            source=CDNA4, min_rocm="7.0"),
+        _g("gfx1010", "RDNA1", "Radeon RX 5700/5700 XT, PRO W5700 (Navi 10)", "unsupported"),
+        _g("gfx1011", "RDNA1", "Radeon Pro V520, Pro 5600M (Navi 12)", "unsupported"),
+        _g("gfx1012", "RDNA1", "Radeon RX 5500/5300, PRO W5500 (Navi 14)", "unsupported"),
+        _g("gfx1013", "RDNA1", "Cyan Skillfish (PlayStation 5 APU, BC-250)", "unsupported",
+           igpu=True),
         _g("gfx1030", "RDNA2", "Radeon PRO W6800/V620, RX 6800/6900", "supported"),
+        _g("gfx1031", "RDNA2", "Radeon RX 6700/6700 XT/6750 XT (Navi 22)", "unsupported"),
+        _g("gfx1032", "RDNA2", "Radeon RX 6600/6650 XT, PRO W6600 (Navi 23)", "unsupported"),
+        _g("gfx1033", "RDNA2", "Van Gogh APU (Steam Deck)", "unsupported", igpu=True),
+        _g("gfx1034", "RDNA2", "Radeon RX 6500 XT/6400 (Navi 24)", "unsupported"),
+        _g("gfx1037", "RDNA2", "Ryzen 7020 APUs (Mendocino), Radeon 610M", "unsupported",
+           igpu=True),
         _g("gfx1100", "RDNA3", "Radeon RX 7900 XTX/XT, PRO W7900/W7800", "supported",
            bf16=True, source=RDNA3),
         _g("gfx1101", "RDNA3", "Radeon RX 7800 XT/7700 XT, PRO W7700", "supported", bf16=True,
@@ -133,3 +162,32 @@ def gfx_where(
             continue
         out.add(a.arch)
     return frozenset(out)
+
+
+@dataclass(frozen=True)
+class PciRow:
+    """What an AMD PCI device id stands for: ``arch`` is empty for a pre-GCN GPU."""
+
+    arch: str
+    family: str
+    product: str
+
+    @property
+    def pre_gcn(self) -> bool:
+        return not self.arch
+
+
+def pci_row(device_id: str | int | None) -> PciRow | None:
+    """The generated ``_pciids`` row of an AMD PCI device id (``"0x740c"``), or None."""
+    if device_id is None:
+        return None
+    if isinstance(device_id, str) and len(device_id) > 10:  # "0x" + 4 hex digits, and spaces
+        return None
+    try:
+        did = device_id if isinstance(device_id, int) else int(device_id.strip(), 16)
+    except (ValueError, AttributeError):  # a host file may hold anything there
+        return None
+    from ._pciids import DEVICES  # ~1000 rows: only where an id must be looked up
+
+    row = DEVICES.get(did)
+    return PciRow(*row) if row is not None else None

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
     from hwbackends import Host, HostDevice
 
-    from ._arch import GfxArch
+    from ._arch import GfxArch, PciRow
 
 __all__ = ["INSTALL_HINT", "Gpu", "classify", "probe"]
 
@@ -41,6 +41,11 @@ KFD_HINT = (
 )
 
 
+SUPPORT_LIST = (
+    "AMD's ROCm support list: https://rocm.docs.amd.com/projects/install-on-linux/en/latest/"
+    "reference/system-requirements.html"
+)
+
 #: The command that installs a ROCm build of torch (the backend's ``install_hint``).
 INSTALL_HINT = torch_install_hint("rocm")
 
@@ -53,35 +58,49 @@ class Gpu:
     device: HostDevice
     row: GfxArch | None
     integrated: bool
+    arch: str | None = None  # the host's gfx target, else the PCI device-id table's
+    pci: PciRow | None = None  # the PCI device-id table's row, if the id is listed
+
+    @property
+    def pre_gcn(self) -> bool:
+        """A GPU older than GCN (TeraScale and before): amdgpu and ROCm never drove it."""
+        return self.arch is None and self.pci is not None and self.pci.pre_gcn
 
     @property
     def usable(self) -> bool:
-        """A discrete GPU, or an iGPU not known to be outside ROCm's targets.
+        """A discrete GCN-or-newer GPU, or an iGPU not known to be outside ROCm's targets.
 
         An iGPU whose target is unknown (no KFD node yet, or a target newer than the table)
         counts, so that a missing driver is reported rather than hidden.
         """
+        if self.pre_gcn:
+            return False
         return not (self.integrated and self.row is not None and self.row.support == "unsupported")
 
     @property
     def label(self) -> str:
-        arch = self.device.arch or "gfx?"
-        what = self.row.products if self.row else (self.device.name or "unknown model")
+        if self.pre_gcn and self.pci is not None:
+            did = (self.device.pci_device_id or "").lower().removeprefix("0x")
+            return f"AMD {self.pci.product or 'GPU'} (PCI 1002:{did}, {self.pci.family})"
+        arch = self.arch or "gfx?"
+        named = self.device.name or (self.pci.product if self.pci else "")
+        what = self.row.products if self.row else (named or "unknown model")
         return f"{arch} ({what})"
 
 
-def classify(host: Host) -> list[Gpu]:
+def classify(host: Host, arch_of: Callable[[HostDevice], str | None] | None = None) -> list[Gpu]:
     amd = host.devices_of("amd")
     if not amd:
         return []
-    from ._arch import GFX  # the architecture table: only where there are GPUs to classify
+    from ._arch import GFX, pci_row  # the tables: only where there are GPUs to classify
 
     out = []
     for i, d in enumerate(amd):
-        row = GFX.get(d.arch or "")
+        arch = arch_of(d) if arch_of is not None else d.arch
+        row = GFX.get(arch or "")
         flag = d.extra.get("integrated")
         integrated = flag if isinstance(flag, bool) else bool(row and row.integrated)
-        out.append(Gpu(i, d, row, integrated))
+        out.append(Gpu(i, d, row, integrated, arch, pci_row(d.pci_device_id)))
     return out
 
 
@@ -92,11 +111,17 @@ def _summary(gpus: Sequence[Gpu]) -> str:
     return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
 
 
-def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Probe:
+def probe(
+    name: str,
+    host: Host,
+    pin: Callable[[list[int]], str | None],
+    arch_of: Callable[[HostDevice], str | None] | None = None,
+) -> Probe:
     """``pin(positions)`` renders the variables that show only those AMD devices."""
-    gpus = classify(host)
+    gpus = classify(host, arch_of)
     usable = [g for g in gpus if g.usable]
-    ignored = [g for g in gpus if not g.usable]
+    old = [g for g in gpus if g.pre_gcn]
+    ignored = [g for g in gpus if not g.usable and not g.pre_gcn]
     nvidia = host.devices_of("nvidia")
     kfd = host.has_node("kfd")
     amdgpu = "amdgpu" in host.drivers
@@ -106,6 +131,8 @@ def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Prob
         ev.append(f"{len(usable)} AMD GPU(s): {_summary(usable)}")
     for g in ignored:
         ev.append(f"ignored integrated GPU {g.label}: not a ROCm target")
+    for g in old:
+        ev.append(f"ignored {g.label}: older than GCN, driven by the radeon driver")
     if amdgpu or kfd:
         ev.append("driver: " + ", ".join(x for x, on in (("amdgpu", amdgpu), ("/dev/kfd", kfd))
                                          if on))  # fmt: skip
@@ -116,7 +143,17 @@ def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Prob
 
     if not usable:
         hint = None
-        if ignored:
+        if old:
+            reason = (
+                f"no ROCm support for this GPU: {_summary(old)} "
+                + ("is a GPU" if len(old) == 1 else "are GPUs")
+                + " older than GCN, not supported by ROCm or the amdgpu driver (both start "
+                "at GCN; Linux drives it with the radeon driver: amdgpu_unsupported_pciidlist "
+                "in drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c)"
+            )
+            if ignored:
+                reason += f"; and an integrated GPU ROCm does not support ({_summary(ignored)})"
+        elif ignored:
             reason = f"only an integrated AMD GPU that ROCm does not support ({_summary(ignored)})"
         elif kfd or amdgpu:
             reason = "the amdgpu driver (/dev/kfd) is present but no AMD GPU is on the PCI bus"
@@ -127,7 +164,8 @@ def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Prob
             reason += "; the NVIDIA GPU(s) here belong to the cuda backend" + (
                 " but the installed torch is a ROCm build" if torch_issue is None else ""
             )
-        return Probe(name, False, torch_issue is None, reason, hint, tuple(ev))
+        # a pre-GCN GPU is present hardware that ROCm cannot use: shown, not "no hardware"
+        return Probe(name, bool(old), torch_issue is None, reason, hint, tuple(ev))
 
     problems: list[str] = []
     hints: list[str] = []
@@ -138,7 +176,7 @@ def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Prob
         elif not kfd:
             problems.append("/dev/kfd (ROCm's compute interface) is missing")
             hints.append(KFD_HINT)
-        elif any(g.device.arch is None for g in usable):
+        elif any(g.device.arch is None and "kfd_node" not in g.device.extra for g in usable):
             problems.append("KFD lists no GPU node for some AMD GPU(s), so ROCm cannot see them")
             hints.append(KFD_HINT)
     if torch_issue is not None:
@@ -157,11 +195,27 @@ def probe(name: str, host: Host, pin: Callable[[list[int]], str | None]) -> Prob
             )
             hints.append(f"install a torch build for ROCm {need} or newer")
     for g in usable:
-        if g.row is None and g.device.arch:
-            ev.append(f"{g.device.arch} is not in hwbackends' table: support unknown")
+        if g.row is None and g.arch:
+            ev.append(f"{g.arch} is not in hwbackends' table: support unknown")
         elif g.row is not None and g.row.support != "supported":
-            ev.append(f"{g.label} is {g.row.support} in ROCm, not on AMD's support list")
+            ev.append(f"{g.label} is {g.row.support} in ROCm, not on {SUPPORT_LIST}")
     what = f"{len(usable)} AMD GPU(s) ({_summary(usable)})"
+    off_list = [g for g in usable if g.row is not None and g.row.support == "unsupported"]
+    if problems and len(off_list) == len(usable):
+        # installing amdgpu/ROCm or a ROCm torch would not make these work: say so instead
+        return Probe(
+            name,
+            True,
+            False,
+            f"{what} found, but ROCm does not support "
+            + ("it" if len(usable) == 1 else "them")
+            + f": {', '.join(dict.fromkeys(g.arch or '?' for g in off_list))} "
+            + ("is" if len({g.arch for g in off_list}) == 1 else "are")
+            + f" not on {SUPPORT_LIST}; and "
+            + "; and ".join(problems),
+            None,
+            tuple(ev),
+        )
     if problems:
         return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
                      "; then ".join(hints), tuple(ev))  # fmt: skip

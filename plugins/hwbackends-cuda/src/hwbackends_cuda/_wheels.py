@@ -1,0 +1,214 @@
+"""Which PyTorch CUDA wheel index has kernels for which GPUs, per torch release.
+
+One row per (torch release, wheel index) for the Linux x86_64 and Windows wheels on
+download.pytorch.org: the compute capabilities compiled to machine code (SASS) and the one
+shipped as PTX, if any. A GPU runs a wheel when the wheel has SASS for the same major version
+at or below its own capability (a cubin for X.y runs on X.z with z >= y), or PTX at or below
+it (JIT-compiled by the driver): CUDA C++ Programming Guide, "Binary Compatibility" and
+"Application Compatibility". A GPU with neither gets "no kernel image is available for
+execution on the device".
+
+Sources, per release (each row cites its own):
+
+* ``RELEASE.md`` of pytorch/pytorch, "Release Compatibility Matrix" (which CUDA versions each
+  release ships, stable or experimental) and "PyTorch CUDA Support Matrix" (architectures
+  per CUDA build), https://github.com/pytorch/pytorch/blob/main/RELEASE.md.
+* 2.7: ``.ci/manywheel/build_cuda.sh`` at release/2.7 (cu128 starts at Turing); 2.8: the same
+  file at release/2.8 and pytorch/pytorch#157517 / #160269 (Maxwell and Pascal removed from
+  cu128/cu129, Volta kept); 2.9-2.10: RELEASE.md as of pytorch/pytorch#175253 ("For Release
+  2.9 and 2.10"); 2.11: pytorch/pytorch#175253 and the dev-discuss post "Dropping Volta
+  support from CUDA-12.8 binaries for release 2.11" (cu128 starts at Turing); 2.12-2.14:
+  RELEASE.md "For Release 2.12, 2.13 and 2.14" (cu126, cu130, cu132; no cu128).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hwbackends.facts import release
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["WHEELS", "Advice", "Wheel", "advise", "caps_text", "runs_on", "wheel_of"]
+
+INDEX_URL = "https://download.pytorch.org/whl/{index}"
+MATRIX = (
+    "pytorch/pytorch RELEASE.md, 'Release Compatibility Matrix' and 'PyTorch CUDA Support "
+    "Matrix' (https://github.com/pytorch/pytorch/blob/main/RELEASE.md)"
+)
+_S27 = "pytorch/pytorch .ci/manywheel/build_cuda.sh at release/2.7 (TORCH_CUDA_ARCH_LIST)"
+_S28 = (
+    "pytorch/pytorch .ci/manywheel/build_cuda.sh at release/2.8; pytorch/pytorch#157517 and "
+    "#160269 (2.8 release notes: Maxwell and Pascal removed from the CUDA 12.8/12.9 builds)"
+)
+_S29 = f"{MATRIX} as it stood for 'Release 2.9 and 2.10' (pytorch/pytorch#175253)"
+_S211 = (
+    f"{MATRIX} 'For Release 2.11' (pytorch/pytorch#175253); dev-discuss.pytorch.org "
+    "'Dropping Volta support from CUDA-12.8 binaries for release 2.11'"
+)
+_S212 = f"{MATRIX} 'For Release 2.12, 2.13 and 2.14'"
+
+_M_TO_H = (50, 60, 70, 75, 80, 86, 90)  # 12.6.3: Maxwell(5.0) ... Hopper(9.0)
+_V_TO_B = (70, 75, 80, 86, 90, 100, 120)  # Volta(7.0) ... Blackwell(10.0, 12.0)
+_T_TO_B = (75, 80, 86, 90, 100, 120)  # Turing(7.5) ... Blackwell(10.0, 12.0)
+
+
+@dataclass(frozen=True)
+class Wheel:
+    """One wheel index of one torch release line (``torch`` is ``"2.8"``)."""
+
+    torch: str
+    index: str
+    sass: tuple[int, ...]
+    source: str
+    ptx: int | None = None
+    stable: bool = True
+
+    @property
+    def url(self) -> str:
+        return INDEX_URL.format(index=self.index)
+
+    @property
+    def cuda(self) -> str:
+        digits = self.index[2:]
+        return f"{digits[:-1]}.{digits[-1]}"
+
+
+def _w(torch: str, index: str, sass: tuple[int, ...], source: str, *, ptx: int | None = None,
+       stable: bool = True) -> Wheel:  # fmt: skip
+    return Wheel(torch, index, sass, source, ptx, stable)
+
+
+WHEELS: tuple[Wheel, ...] = (
+    # its compute_37 PTX is left out: CUDA 11.8's libraries have no kernels for newer GPUs
+    _w("2.7", "cu118", (37, 50, 60, 61, 70, 75, 80, 86, 90), _S27),
+    _w("2.7", "cu126", _M_TO_H, _S27),
+    _w("2.7", "cu128", _T_TO_B, _S27, stable=False),
+    _w("2.8", "cu126", _M_TO_H, _S28),
+    _w("2.8", "cu128", _V_TO_B, _S28),
+    _w("2.8", "cu129", _V_TO_B, _S28, ptx=120, stable=False),
+    *(_w(t, "cu126", _M_TO_H, _S29) for t in ("2.9", "2.10")),
+    *(_w(t, "cu128", _V_TO_B, _S29) for t in ("2.9", "2.10")),
+    *(_w(t, "cu130", _T_TO_B, _S29, ptx=120, stable=False) for t in ("2.9", "2.10")),
+    _w("2.11", "cu126", _M_TO_H, _S211),
+    _w("2.11", "cu128", _T_TO_B, _S211),
+    _w("2.11", "cu130", _T_TO_B, _S211, ptx=120),
+    *(_w(t, "cu126", _M_TO_H, _S212) for t in ("2.12", "2.13", "2.14")),
+    *(_w(t, "cu130", _T_TO_B, _S212, ptx=120) for t in ("2.12", "2.13", "2.14")),
+    *(_w(t, "cu132", _T_TO_B, _S212, ptx=120, stable=t == "2.14")
+      for t in ("2.12", "2.13", "2.14")),
+)  # fmt: skip
+
+RELEASES: tuple[str, ...] = tuple(dict.fromkeys(w.torch for w in WHEELS))
+NEWEST = RELEASES[-1]
+
+
+def runs_on(wheel: Wheel, capability: int) -> bool:
+    """Whether the wheel has kernels for a GPU of this compute capability (major*10+minor)."""
+    if any(s // 10 == capability // 10 and s <= capability for s in wheel.sass):
+        return True
+    return wheel.ptx is not None and wheel.ptx <= capability
+
+
+def _line(version: str | None) -> str | None:
+    r = release(version)
+    return f"{r[0]}.{r[1]}" if len(r) >= 2 else None
+
+
+def wheel_of(torch_version: str | None, cuda: str | None) -> Wheel | None:
+    """The table row of an installed torch (``2.8.0+cu128``, or its CUDA ``12.8``)."""
+    line = _line(torch_version)
+    local = (torch_version or "").partition("+")[2]
+    index = local if local.startswith("cu") else None
+    if index is None and cuda:
+        r = release(cuda)
+        index = f"cu{r[0]}{r[1]}" if len(r) >= 2 else None
+    return next((w for w in WHEELS if w.torch == line and w.index == index), None)
+
+
+@dataclass(frozen=True)
+class Advice:
+    """The index to use for these GPUs and why (empty when the default index serves them);
+    ``torch_pin`` names the torch release line to stay on or go back to."""
+
+    wheel: Wheel | None
+    reason: str
+    torch_pin: str | None = None
+    source: str = ""
+
+    @property
+    def command(self) -> str | None:
+        if self.wheel is None:
+            return None
+        spec = f"'torch=={self.torch_pin}.*'" if self.torch_pin else "torch"
+        return f"pip install {spec} --index-url {self.wheel.url}"
+
+
+def _covering(line: str, caps: Sequence[int]) -> list[Wheel]:
+    rows = [w for w in WHEELS if w.torch == line and all(runs_on(w, c) for c in caps)]
+    # stable before experimental, then the newest CUDA: what PyTorch itself recommends first
+    return sorted(rows, key=lambda w: (not w.stable, -int(w.index[2:])))
+
+
+def _last_with(index: str) -> Wheel | None:
+    """The newest release's row for an index: what ``pip install torch --index-url`` gets."""
+    return next((w for w in reversed(WHEELS) if w.index == index), None)
+
+
+def caps_text(w: Wheel) -> str:
+    return ", ".join(f"{s // 10}.{s % 10}" for s in w.sass) + (
+        f" (+PTX {w.ptx // 10}.{w.ptx % 10})" if w.ptx else ""
+    )
+
+
+def advise(gpus: Sequence[tuple[int, str]], *, line: str | None = None,
+           default_index: str = "cu128") -> Advice:  # fmt: skip
+    """Which wheel index has kernels for every GPU (``(capability, label)`` pairs).
+
+    ``line`` is the installed torch's release line (``"2.11"``) when it must be replaced:
+    the advice stays on it when one of its indexes serves the GPUs. Without it, the default
+    index is kept when its newest torch serves them (an empty reason), else the newest
+    release's index that does, else the newest older release that still has one.
+    """
+    caps = sorted({c for c, _ in gpus})
+    what = ", ".join(dict.fromkeys(lbl for _, lbl in gpus))
+    if line in RELEASES:
+        ok = _covering(line, caps)
+        if ok:
+            w = ok[0]
+            return Advice(w, f"torch {line}'s {w.index} wheels have kernels for {what}",
+                          line, w.source)  # fmt: skip
+    gone = _last_with(default_index)
+    if line is None and gone is not None and all(runs_on(gone, c) for c in caps):
+        return Advice(gone, "", None, gone.source)
+    if gone is not None and line is None:
+        bad = ", ".join(dict.fromkeys(lbl for c, lbl in gpus if not runs_on(gone, c)))
+        lacking = (
+            f"PyTorch's {default_index} wheels have no kernels for {bad} (torch {gone.torch}, "
+            f"the newest on that index, is built for compute capability {caps_text(gone)})"
+        )
+    else:
+        lacking = f"no CUDA wheel of torch {line} has kernels for {what}"
+    for i, older in enumerate(reversed(RELEASES)):
+        ok = _covering(older, caps)
+        if ok:
+            w = ok[0]
+            if i == 0:
+                return Advice(w, f"{lacking}; torch {older}'s {w.index} wheels have them",
+                              None, w.source)  # fmt: skip
+            return Advice(
+                w,
+                f"{lacking}; no CUDA wheel of torch {NEWEST} has them either: torch {older} is "
+                f"the newest release whose {w.index} wheels do",
+                older,
+                w.source,
+            )
+    return Advice(
+        None,
+        f"no PyTorch CUDA wheel from {RELEASES[0]} to {NEWEST} has kernels for {what}; build "
+        "torch from source with TORCH_CUDA_ARCH_LIST set for it",
+        None,
+        MATRIX,
+    )

@@ -6,10 +6,10 @@
 
 Pages written:
 
-* ``generated/backends/<name>.md``: the capability tables of each backend, from
-  ``capabilities(None)`` and ``capabilities(device, host=host)`` for the devices of the
-  simulated hosts shipped in ``plugins/hwbackends-<name>/tests/hosts/``. Every fact carries
-  its source. A backend whose plugin folder exists but which is not installed gets a stub.
+* ``generated/backends/<name>.md``: for the built-in cpu and each plugin of this repository,
+  the page ``hwbackends plugins --doc <name> --hosts plugins/hwbackends-<name>/tests/hosts``
+  prints (declarations, visibility, capability tables with their sources). A plugin whose
+  folder exists but which is not installed gets a stub; another installed plugin gets none.
 * ``generated/cli.md``: every subcommand of ``hwbackends`` with its arguments, read from
   ``hwbackends.cli.build_parser()``.
 
@@ -19,9 +19,8 @@ The output is deterministic: sorted, relative paths only, no timings, no machine
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,36 +38,21 @@ CPU_HOSTS: tuple[tuple[str, dict[str, Any]], ...] = (
 )
 
 
-# -- small markdown helpers ----------------------------------------------------------------
+# -- capability pages ----------------------------------------------------------------------
+# Rendered by the core's `hwbackends plugins --doc` (hwbackends.cli._plugin_doc), the command a
+# vendor runs for an out-of-tree plugin: one renderer, so every page reads alike.
 
 
 def cell(value: Any) -> str:
-    """One table cell: no newlines, pipes escaped, empty shown as a dash."""
-    if value is None or value == "" or value == () or value == []:
-        return "–"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (list, tuple)):
-        value = ", ".join(str(v) for v in value)
-    text = " ".join(str(value).split())
-    return text.replace("|", "\\|")
+    from hwbackends.cli._plugin_doc import cell as _cell
 
-
-def code(value: Any) -> str:
-    if value is None or value == "" or value == () or value == []:
-        return "–"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(f"`{v}`" for v in value)
-    return f"`{value}`"
+    return _cell(value)
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    lines += ["| " + " | ".join(r) + " |" for r in rows]
-    return lines
+    from hwbackends.cli._plugin_doc import table as _table
 
-
-# -- capability pages ----------------------------------------------------------------------
+    return _table(header, rows)
 
 
 def _rel(path: Path) -> str:
@@ -83,219 +67,34 @@ def _plugin_dirs() -> dict[str, Path]:
     return out
 
 
-def _variants(name: str, backend: Any, plugin_dir: Path | None) -> list[tuple[str, Any]]:
-    """(label, Capabilities) for the default and each representative device, deduplicated."""
-    from hwbackends import Host
-    from hwbackends._base.errors import HwBackendsError
-
-    found: list[tuple[str, Any]] = [("default (no device)", backend.capabilities(None))]
-    hosts: list[tuple[str, Any]] = []
-    if name == "cpu":
-        hosts = [(label, Host.from_dict(d, source=label)) for label, d in CPU_HOSTS]
-    elif plugin_dir is not None:
-        for f in sorted((plugin_dir / "tests" / "hosts").glob("*.json")):
-            try:
-                hosts.append((f.stem, Host.from_file(f)))
-            except HwBackendsError as exc:
-                print(f"gen_docs: skipping {_rel(f)}: {exc}", file=sys.stderr)
-    groups: dict[str, tuple[list[str], Any]] = {}
-    for label, host in hosts:
-        try:
-            devices = backend.devices(host, dict(host.env or {}))
-        except HwBackendsError:
-            devices = backend.devices(host, {})
-        seen_arch: set[Any] = set()
-        for dev in devices:
-            if dev.arch in seen_arch:
-                continue
-            seen_arch.add(dev.arch)
-            caps = backend.capabilities(dev, host=host)
-            key = json.dumps(caps.to_dict(), sort_keys=True)
-            groups.setdefault(key, ([], caps))[0].append(label)
-    default_key = json.dumps(found[0][1].to_dict(), sort_keys=True)
-    for key, (labels, caps) in sorted(
-        groups.items(), key=lambda kv: (str(kv[1][1].arch), sorted(kv[1][0]))
-    ):
-        if key == default_key:
-            continue
-        shown = ", ".join(sorted(set(labels)))
-        found.append((f"`{caps.arch or caps.device_type}` ({shown})", caps))
-    return found
-
-
-def _grouped(
-    variants: list[tuple[str, Any]], part: Callable[[Any], Any]
-) -> list[tuple[list[str], Any]]:
-    """Variants grouped by one part of their capabilities, in first-seen order."""
-    out: dict[str, tuple[list[str], Any]] = {}
-    for label, caps in variants:
-        value = part(caps)
-        key = json.dumps(value, sort_keys=True, default=str)
-        out.setdefault(key, ([], value))[0].append(label)
-    return list(out.values())
-
-
-def _applies(labels: list[str], total: int) -> str:
-    if len(labels) == total:
-        return "All variants."
-    return "Applies to: " + "; ".join(labels) + "."
-
-
 def backend_page(name: str, plugin_dir: Path | None) -> str:
-    import hwbackends
-    from hwbackends._base.errors import VisibilityError
-    from hwbackends._selection.registry import Registry
-    from hwbackends.visibility import variables_for
+    """The page of one in-repository backend: the CLI's page with this repository's hosts."""
+    from hwbackends import Host
+    from hwbackends._selection.registry import installed_names
+    from hwbackends.cli._plugin_doc import backend_page as page
+    from hwbackends.cli._plugin_doc import hosts_in
 
-    lines = [HEADER, "", f"# {name}: capability tables", ""]
-    reg = Registry()
-    specs = [s for s in reg.specs if s.name == name]
-    if not specs:
+    if name not in installed_names():
         where = _rel(plugin_dir) if plugin_dir else "its plugin"
-        lines += [
-            f"The `{name}` backend was not installed when this page was generated.",
-            f"Install `{where}` and run `python scripts/gen_docs.py`.",
-            "",
-        ]
-        return "\n".join(lines)
-    spec = specs[0]
-    backend = hwbackends.get(name)
-    origin = "built into `hwbackends`" if spec.dist == "hwbackends" else f"`{spec.dist}`"
-    lines += [
-        f"Distribution: {origin} · entry point `{spec.value}` · device type "
-        f"`{backend.device_type}` · priority {backend.priority}.",
-        "",
-    ]
-    try:
-        variables = variables_for(backend)
-    except VisibilityError:
-        variables = ()
-    rule = getattr(backend, "visibility", None)
-    lines.append(
-        "Visibility variables read: "
-        + (", ".join(f"`{v}`" for v in variables) if variables else "none")
-        + (f" (rule `{rule!r}`)" if rule is not None else "")
-        + "."
-    )
-    lines.append("")
-
-    variants = _variants(name, backend, plugin_dir)
-    n = len(variants)
-    lines += ["## Variants", ""]
-    lines.append(
-        "`capabilities(None)` gives the defaults. The other rows come from "
-        "`capabilities(device, host=host)` for the devices of the simulated hosts "
-        + (
-            "defined in `scripts/gen_docs.py`."
-            if name == "cpu"
-            else f"in `plugins/hwbackends-{name}/tests/hosts/`."
-        )
-    )
-    lines.append("Hosts that give the same facts share a row.")
-    lines.append("")
-    rows = []
-    for label, c in variants:
-        rows.append(
+        return "\n".join(
             [
-                label,
-                code(c.training_precision),
-                code(c.load_dtype),
-                code(c.dtypes),
-                code(c.distributed_backend),
-                code(c.kernel_device),
-                cell(c.device_map_auto),
+                HEADER,
+                "",
+                f"# {name}: capability tables",
+                "",
+                f"The `{name}` backend was not installed when this page was generated.",
+                f"Install `{where}` and run `python scripts/gen_docs.py`.",
+                "",
             ]
         )
-    lines += table(
-        [
-            "Variant",
-            "Training precision",
-            "Load dtype",
-            "dtypes",
-            "Collective",
-            "Kernels device key",
-            '`device_map="auto"`',
-        ],
-        rows,
-    )
-    lines.append("")
-
-    lines += ["## Sources of the scalar facts", ""]
-    for labels, sources in _grouped(variants, lambda c: dict(sorted(c.sources.items()))):
-        lines += [_applies(labels, n), ""]
-        lines += table(["Fact", "Source"], [[code(k), cell(v)] for k, v in sources.items()])
-        lines.append("")
-
-    lines += ["## Attention implementations", ""]
-    lines.append("Best first. `pretrained_kwargs()` takes the first whose needs are met.")
-    lines.append("")
-    for labels, attn in _grouped(variants, lambda c: [a.to_dict() for a in c.attention]):
-        lines += [_applies(labels, n), ""]
-        lines += table(
-            ["`attn_implementation`", "Needs packages", "Hub kernel", "Note", "Source"],
-            [
-                [
-                    code(a["name"]),
-                    code(a["packages"]),
-                    code(a["hub_kernel"]),
-                    cell(a["note"]),
-                    cell(a["source"]),
-                ]
-                for a in attn
-            ],
-        )
-        lines.append("")
-
-    lines += ["## Hub kernels", ""]
-    for labels, (key, layers) in _grouped(
-        variants, lambda c: (c.kernel_device, sorted(c.kernel_layers))
-    ):
-        lines += [_applies(labels, n), ""]
-        if key is None:
-            lines.append("No `kernels` device key: `use_kernels` is never enabled.")
-        else:
-            lines.append(f"Device key `{key}`.")
-            lines.append(
-                "Layers mapped: "
-                + (", ".join(f"`{x}`" for x in layers) if layers else "none")
-                + "."
-            )
-        lines.append("")
-
-    lines += ["## Quantization", ""]
-    for labels, quant in _grouped(variants, lambda c: [q.to_dict() for q in c.quantization]):
-        lines += [_applies(labels, n), ""]
-        if not quant:
-            lines.append("No quantization facts: every method is `unknown` (a warning at load).")
-        else:
-            lines += table(
-                ["Method", "Status", "Min arch", "Needs packages", "Reason", "Source"],
-                [
-                    [
-                        code(q["method"]),
-                        q["status"],
-                        code(q["min_arch"]),
-                        code(q["packages"]),
-                        cell(q["reason"]),
-                        cell(q["source"]),
-                    ]
-                    for q in sorted(quant, key=lambda q: q["method"])
-                ],
-            )
-        lines.append("")
-
-    lines += ["## Known limitations", ""]
-    for labels, lims in _grouped(variants, lambda c: [lim.to_dict() for lim in c.limitations]):
-        lines += [_applies(labels, n), ""]
-        if not lims:
-            lines.append("None recorded.")
-        else:
-            lines += table(
-                ["Limitation", "Dropped from `report_to`", "Source"],
-                [[cell(x["text"]), code(x["report_to_exclude"]), cell(x["source"])] for x in lims],
-            )
-        lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    if name == "cpu":
+        hosts = [(label, Host.from_dict(d, source=label)) for label, d in CPU_HOSTS]
+        note = "defined in `scripts/gen_docs.py`"
+    else:
+        folder = (plugin_dir or ROOT) / "tests" / "hosts"
+        hosts = hosts_in(str(folder)) if folder.is_dir() else []
+        note = f"in `plugins/hwbackends-{name}/tests/hosts/`"
+    return page(name, hosts, note, header=HEADER)
 
 
 def backends_index(names: Sequence[str]) -> str:
@@ -446,8 +245,14 @@ def env_report_page() -> str:
     import io
     import os
 
+    from hwbackends._discovery.loading import default_plugins
+    from hwbackends._selection import registry
     from hwbackends.cli import main
 
+    # the report of this repository's backends: another installed plugin is not part of it
+    ours = {f"hwbackends-{n}" for n in _plugin_dirs()}
+    saved_registry = registry._registry
+    registry._registry = registry.Registry([s for s in default_plugins().specs if s.dist in ours])
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("HWBACKENDS_")}
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(REPORT_COLUMNS)
@@ -456,6 +261,7 @@ def env_report_page() -> str:
         with contextlib.redirect_stdout(out):
             code = main(["env", "--host", REPORT_HOST])
     finally:
+        registry._registry = saved_registry
         os.environ.update(saved)
         if saved_columns is None:
             os.environ.pop("COLUMNS", None)
@@ -492,10 +298,10 @@ def env_report_page() -> str:
 
 def generate() -> dict[str, str]:
     """Relative path under docs/generated -> content."""
-    from hwbackends._selection.registry import Registry
-
     plugin_dirs = _plugin_dirs()
-    names = sorted(set(Registry().names()) | set(plugin_dirs))
+    # the built-in and this repository's plugins only: a page for another installed plugin
+    # would not be in the site's navigation, and --check would depend on what is installed
+    names = sorted({"cpu"} | set(plugin_dirs))
     pages = {"cli.md": cli_page(), "api.md": api_page(), "backends/index.md": backends_index(names)}
     pages["env-report.md"] = env_report_page()
     for name in names:

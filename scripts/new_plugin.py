@@ -80,7 +80,11 @@ def create(
         "REPLACE_VISIBILITY_IMPORT": "IndexList, VisibilityRule" if variable else "VisibilityRule",
         "REPLACE_VISIBILITY": f'IndexList("{variable}")' if variable else "None",
         "REPLACE_PCI_IDS": f"(0x{pci_vendor:04X},)" if pci_vendor is not None else "()",
-        "REPLACE_SDK_MODULES": repr(tuple(sdk)),
+        # double quotes, as ruff format writes them
+        "REPLACE_SDK_MODULES": "("
+        + ", ".join(f'"{m}"' for m in sdk)
+        + ("," if len(sdk) == 1 else "")
+        + ")",
         "REPLACE_UPPER": name.upper(),
         "REPLACE_CLASS": name.title().replace("_", ""),
         "REPLACE_DISPLAY": display,

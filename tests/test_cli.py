@@ -52,7 +52,10 @@ def test_plugins_check_exit_codes(isolated: Site, capsys: pytest.CaptureFixture[
     assert code == 1
     plugins = {p["name"]: p for p in json.loads(out)["plugins"]}
     assert plugins["bad"]["state"] == "broken"
-    assert err.strip() == "hwbackends: broken plugin(s): bad (hwbackends-bad)"
+    assert err.splitlines() == [
+        "hwbackends: broken plugin(s): bad (hwbackends-bad)",
+        "  bad: importing 'hwb_test_bad_0:Backend' raised ImportError: no SDK",  # with its fix
+    ]
 
 
 def test_explain_and_forced_backend(isolated: Site, capsys: pytest.CaptureFixture[str]) -> None:

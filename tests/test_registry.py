@@ -199,7 +199,7 @@ def test_two_distributions_claiming_one_name(site: Site) -> None:
     r = select(site)
     a = r.status("alpha")
     assert a.state == "broken"
-    assert "backend name 'alpha' is claimed more than once" in a.reason
+    assert "backend name 'alpha' is claimed by 2 plugins" in a.reason
     assert "alpha-fork 9.9" in a.reason and "hwbackends-alpha 1.0" in a.reason
     assert r.chosen == "beta"
 

@@ -51,6 +51,7 @@ __all__ = [
     "lazy",
     "list_dir",
     "match_node",
+    "normalise_bus_id",
     "read_text",
     "replace",
 ]
@@ -145,6 +146,15 @@ def list_dir(path: str) -> list[str]:
     return _listdir(path)
 
 
+def normalise_bus_id(text: str) -> str | None:
+    """A PCI address in sysfs's spelling (``0000:3b:00.0``) from any the kernel or tools write
+    (``00000000:3B:00.0``), or None: give the devices your ``read_devices`` adds their bus id
+    this way, and merge with ``found`` by it."""
+    from hwbackends._machine.evidence import normalise_bus_id as norm
+
+    return norm(text)
+
+
 class BaseBackend:
     """Shared shape of a backend; subclass it and fill in the class attributes.
 
@@ -160,11 +170,17 @@ class BaseBackend:
     * ``pci_vendor_ids``, optionally narrowed by ``pci_device_ids`` and ``pci_classes``: the
       PCI functions that are this hardware (``Host.from_system`` reads exactly these);
     * ``device_nodes``: ``/dev`` name patterns (``"acme{n}"``; see :func:`match_node`);
+    * ``device_node_units``: the patterns among them of which each node is one device (a
+      container given only ``/dev/acme0``, ``/dev/acme1`` has two devices);
+    * ``evidence_sources``: names of the driver files ``read_devices`` finds devices in on
+      its own (``"kfd"``); each device it adds says so in ``extra["evidence"]``;
     * ``driver_modules``: kernel modules whose ``/sys/module/<m>/version`` is the driver;
     * ``packages`` and ``torch_flavour``: the software that must be installed;
     * ``visibility``: the runtime's rule (:mod:`hwbackends.visibility`), e.g.
       ``IndexList("ACME_VISIBLE_DEVICES")``;
-    * ``distributed_backend``, ``install_hint``, ``priority``.
+    * ``distributed_backend``, ``install_hint``, ``priority``;
+    * ``replaces``: the name of a backend this one is meant to replace (``"cuda"``): when
+      both are installed, the replaced one is disabled instead of the two clashing.
 
     The default ``probe`` answers the two questions from these: hardware when some host
     device is this backend's (:meth:`host_devices`) or a ``/dev`` name matches; software when
@@ -188,6 +204,12 @@ class BaseBackend:
     # count others (0x08 system peripherals, 0xff unassigned ...) or fewer.
     pci_classes: ClassVar[tuple[int, ...]] = ()
     device_nodes: ClassVar[tuple[str, ...]] = ()
+    # /dev patterns of which each node is one device: with no other evidence of this backend's
+    # devices (a container given only the nodes), the core makes one device per node.
+    device_node_units: ClassVar[tuple[str, ...]] = ()
+    # Names of the sources ``read_devices`` reads devices from on its own (driver files), for
+    # the report; the core's own are "pci", "drm", "accel" and "dev".
+    evidence_sources: ClassVar[tuple[str, ...]] = ()
     driver_modules: ClassVar[tuple[str, ...]] = ()
     packages: ClassVar[tuple[str, ...]] = ()
     torch_flavour: ClassVar[str | None] = None
@@ -197,6 +219,9 @@ class BaseBackend:
     # Files or folders (relative to the root) whose change means the machine must be read
     # again: driver files that ``read_devices`` uses. The selection cache watches them.
     watch_paths: ClassVar[tuple[str, ...]] = ()
+    # The backend this one replaces when both are installed (a vendor's build of "cuda"):
+    # the replaced one is reported "disabled (replaced)" instead of a name clash.
+    replaces: ClassVar[str | None] = None
 
     # -- reading the real machine ------------------------------------------------------------
 
@@ -218,14 +243,23 @@ class BaseBackend:
     read_devices.hwbackends_default = True  # type: ignore[attr-defined]
 
     def read_drivers(self, root: str) -> dict[str, str]:
-        """Loaded driver versions: ``/sys/module/<m>/version`` of each ``driver_modules``."""
+        """Loaded driver versions: ``/sys/module/<m>/version`` of each ``driver_modules``; a
+        module ``/proc/modules`` lists but ``/sys/module`` does not show is loaded, its
+        version unknown (``""``)."""
         import os
 
         out: dict[str, str] = {}
+        listed: set[str] | None = None
         for mod in self.driver_modules:
             d = os.path.join(root, "sys/module", mod)
             if os.path.isdir(d):
                 out[mod] = (read_text(os.path.join(d, "version"), 256) or "").strip()
+                continue
+            if listed is None:  # "nvidia 56463360 34 nvidia_uvm,nvidia_modeset, Live 0x0"
+                text = read_text(os.path.join(root, "proc/modules"), 1 << 20) or ""
+                listed = {line.partition(" ")[0] for line in text.splitlines()}
+            if mod in listed:
+                out[mod] = ""
         return out
 
     read_drivers.hwbackends_default = True  # type: ignore[attr-defined]

@@ -123,7 +123,18 @@ def resolve_attention(
         )
     loadable: list[str] = []
     why_not: dict[str, str] = {}
+    refused = caps.refused_attention
+    if requested in refused:
+        works = ", ".join(o.name for o in caps.attention if o.name not in refused)
+        raise UnsupportedSettingError(
+            f"attn_implementation={requested!r} cannot load on {caps.arch or caps.device_type} "
+            f"({caps.backend}): {refused[requested]}",
+            f"one of {works}",
+            "pick one of those, or use attention='auto'",
+        )
     for opt in caps.attention:
+        if opt.name in refused:
+            continue  # the plugin lists it and refuses it: the refusal wins
         missing = _missing(opt.packages, host)
         if missing:
             why_not.setdefault(opt.name, f"needs {', '.join(missing)} installed")

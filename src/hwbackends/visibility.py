@@ -4,7 +4,8 @@ Pure functions, no I/O: every answer is computed from an environment mapping and
 description (``hwbackends.Host`` or anything shaped like :class:`HostLike`).
 
 A backend declares its runtime's rules as a :class:`VisibilityRule`, usually one of the kinds
-here: :class:`IndexList` (a CUDA-style list of indices in one variable), :class:`CudaDevices`,
+here: :class:`IndexList` (a CUDA-style list of indices in one variable, each divergence a
+declared policy), :class:`IndexOrUuidList` (indices or a vendor's UUIDs), :class:`CudaDevices`,
 :class:`RocmDevices`, :class:`LevelZeroDevices`, :class:`NeuronCores`, :class:`TpuChips`,
 :class:`GaudiModules`, :class:`AscendDevices`, :class:`SingleDevice`, :class:`AllVisible` and
 :class:`NoDevices`. Each kind documents its physical index, its rules with their public
@@ -32,7 +33,13 @@ from __future__ import annotations
 from hwbackends._visibility import explain as _engine
 from hwbackends._visibility.base import Trace, VisibilityReport, VisibilityRule, VisibleUnit
 from hwbackends._visibility.explain import rule_of as rule_of  # for plugins that used it
-from hwbackends._visibility.generic import AllVisible, IndexList, NoDevices, SingleDevice
+from hwbackends._visibility.generic import (
+    AllVisible,
+    IndexList,
+    IndexOrUuidList,
+    NoDevices,
+    SingleDevice,
+)
 
 __all__ = [
     "AllVisible",
@@ -42,6 +49,7 @@ __all__ = [
     "GaudiModules",
     "HostLike",
     "IndexList",
+    "IndexOrUuidList",
     "LevelZeroDevices",
     "NeuronCores",
     "NoDevices",

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hwbackends_REPLACE import REPLACE_CLASSBackend
-
 from hwbackends import Host
 from hwbackends.testing import BackendContract
+
+from hwbackends_REPLACE import REPLACE_CLASSBackend
 
 HOSTS = Path(__file__).parent / "hosts"
 
@@ -21,6 +21,7 @@ class TestREPLACE_CLASSContract(BackendContract):
 
 
 def test_hardware_without_package_says_what_to_install() -> None:
-    probe = REPLACE_CLASSBackend().probe(Host.from_file(HOSTS / "REPLACE-no-package.json"))
+    host = Host.from_file(HOSTS / "REPLACE-no-package.json")
+    probe = REPLACE_CLASSBackend().probe(host)
     assert (probe.hardware_present, probe.software_ready) == (True, False)
     assert probe.hint == "pip install REPLACE_PACKAGE"

@@ -111,6 +111,86 @@ def test_host_from_system_without_the_driver(tmp_path: Path) -> None:
     assert "the NVIDIA kernel driver is not loaded" in p.reason
 
 
+def test_the_driver_files_alone_find_the_gpus(tmp_path: Path) -> None:
+    """A container that hides /sys/bus/pci (LXD): /proc/driver/nvidia/gpus gives model, UUID
+    and bus location; the GPUs come out in bus order whatever the folder names' spelling."""
+    root = tmp_path / "root"
+    for i, bus in enumerate(["0000:86:00.0", "0000:3B:00.0"]):
+        info = H100_INFO.format(uuid=f"{i:08x}-aaaa-bbbb-cccc-dddddddddddd", bus=bus, minor=i)
+        _write(root / "proc/driver/nvidia/gpus" / bus / "information", info)
+    host = Host.from_system(str(root), path=[])
+    gpus = host.devices_of("nvidia")
+    assert [(d.pci_bus_id, d.extra["device_minor"]) for d in gpus] == [
+        ("0000:3b:00.0", 1),
+        ("0000:86:00.0", 0),
+    ]
+    assert all(d.extra["evidence"] == ["nvidia-proc"] for d in gpus)
+    assert gpus[0].name == "NVIDIA H100 80GB HBM3"
+    p = CudaBackend().probe(host)
+    assert "not loaded" not in p.reason and "(nvidia-proc)" in p.evidence[0]
+
+
+def test_pci_and_driver_files_merge_by_bus_id(tmp_path: Path) -> None:
+    """nvidia-smi spells the domain with 8 digits, sysfs with 4: one GPU, found twice."""
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:01:00.0"
+    _write(dev / "vendor", "0x10de\n")
+    _write(dev / "class", "0x030000\n")
+    _write(dev / "device", "0x2684\n")
+    info = H100_INFO.format(uuid="0-1-2-3-4", bus="00000000:01:00.0", minor=0)
+    _write(root / "proc/driver/nvidia/gpus/0000:01:00.0/information", info)
+    (gpu,) = Host.from_system(str(root), path=[]).devices_of("nvidia")
+    facts = (gpu.pci_bus_id, gpu.pci_device_id, gpu.uuid)
+    assert facts == ("0000:01:00.0", "0x2684", "GPU-0-1-2-3-4")
+    assert gpu.extra["evidence"][-1] == "nvidia-proc"
+
+
+@pytest.mark.parametrize(
+    ("text", "bus"),
+    [("0000:01:00.0", "0000:01:00.0"), ("00000000:0A:1F.7", "0000:0a:1f.7"),
+     ("0001:c1:00.0", "0001:c1:00.0"), ("01:00.0", None), ("0000:01:20.0", None),
+     ("0000:01:00.8", None), ("0000:zz:00.0", None), ("", None)],
+)  # fmt: skip
+def test_bus_ids_are_normalised(text: str, bus: str | None) -> None:
+    from hwbackends_cuda._system import normalise_bus
+
+    assert normalise_bus(text) == bus
+
+
+def test_wsl_gives_one_gpu_of_unknown_model(tmp_path: Path) -> None:
+    """/dev/dxg with NVIDIA's libcuda stub: an NVIDIA GPU the files cannot name; /dev/dxg alone
+    (an AMD or Intel GPU under WSL) is no NVIDIA GPU."""
+    root = tmp_path / "root"
+    _write(root / "dev/dxg", "")
+    assert Host.from_system(str(root), path=[]).devices_of("nvidia") == ()
+    _write(root / "usr/lib/wsl/lib/libcuda.so.1", "")
+    (gpu,) = Host.from_system(str(root), path=[]).devices_of("nvidia")
+    assert (gpu.pci_bus_id, gpu.name, gpu.extra["evidence"]) == (None, None, ["wsl"])
+    assert "not loaded" not in CudaBackend().probe(Host.from_system(str(root), path=[])).reason
+
+
+def test_hostile_driver_files_are_skipped(tmp_path: Path) -> None:
+    """A FIFO where an information file should be, or a malformed bus, is no GPU and no hang."""
+    import os
+
+    root = tmp_path / "root"
+    (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
+    os.mkfifo(root / "proc/driver/nvidia/gpus/0000:01:00.0/information")
+    _write(root / "proc/driver/nvidia/gpus/junk/information", "Model: x\nBus Location: nowhere\n")
+    assert Host.from_system(str(root), path=[]).devices_of("nvidia") == ()
+
+
+def test_a_gpu_bound_to_nvidia_is_not_reported_as_driverless() -> None:
+    """A VM snapshot shows the GPU's driver link but no /proc/driver/nvidia: the driver runs."""
+    host = Host.from_dict({"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:06:00.0",
+                                        "driver": "nvidia", "evidence": ["pci"]}],
+                           "device_nodes": [], "drivers": {}})  # fmt: skip
+    assert "not loaded" not in CudaBackend().probe(host).reason
+    vfio = {"vendor": "nvidia", "pci_bus_id": "0000:06:00.0", "driver": "vfio-pci"}
+    unbound = Host.from_dict({"devices": [vfio], "device_nodes": ["dri/card0"]})
+    assert "the NVIDIA kernel driver is not loaded" in CudaBackend().probe(unbound).reason
+
+
 class FakeNVML(types.ModuleType):
     """The handful of pynvml calls the plugin makes, over a made-up A100 with two MIG slices."""
 

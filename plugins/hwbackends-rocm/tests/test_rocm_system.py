@@ -78,6 +78,59 @@ def test_host_from_system_reads_an_amd_machine(tmp_path: Path) -> None:
     assert not CudaBackend().probe(host).hardware_present
 
 
+def test_the_kfd_topology_alone_finds_the_gpus(tmp_path: Path) -> None:
+    """No /sys/bus/pci (a container mounting only /sys/class/kfd): KFD nodes are the devices,
+    in node order, with bus ids, arch and unique ids; a node without gfx_target_version (older
+    kernels) counts by its SIMDs and keeps its device id."""
+    root = tmp_path / "root"
+    _kfd_node(root, 0, {"cpu_cores_count": 96, "simd_count": 0})
+    _kfd_node(root, 1, {"simd_count": 256, "device_id": 0x6860, "location_id": 0x1900,
+                        "local_mem_size": 17163091968, "unique_id": 7})  # fmt: skip
+    _kfd_node(root, 2, {"simd_count": 1216, "gfx_target_version": 90402, "domain": 1,
+                        "location_id": 0x0B00, "device_id": 0x74A1})  # fmt: skip
+    _kfd_node(root, 3, {"cpu_cores_count": 0, "simd_count": 0, "device_id": 0x687F,
+                        "location_id": 0x0900})  # fmt: skip
+    _put(root / "sys/class/kfd/kfd/topology/nodes/junk/properties", "simd_count 9\n")
+    amd = Host.from_system(str(root), path=[]).devices_of("amd")
+    assert [(d.pci_bus_id, d.pci_device_id, d.arch) for d in amd] == [
+        ("0000:19:00.0", "0x6860", None),
+        ("0001:0b:00.0", "0x74a1", "gfx942"),
+        ("0000:09:00.0", "0x687f", None),
+    ]
+    assert amd[0].memory_bytes == 17163091968 and amd[0].uuid == "GPU-0000000000000007"
+    assert [d.extra["evidence"] for d in amd] == [["kfd"]] * 3
+    assert [d.extra["kfd_node"] for d in amd] == [1, 2, 3]
+
+
+def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:
+    """An MI300X in a partition mode: four KFD nodes share one unique_id, the kernel ORs the
+    partition index into location_id's function bits; the PCI folder shows the one function."""
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:05:00.0"
+    _put(dev / "vendor", "0x1002\n")
+    _put(dev / "class", "0x120000\n")
+    _put(dev / "device", "0x74a1\n")
+    _kfd_node(root, 0, {"simd_count": 0})
+    for i in range(4):
+        _kfd_node(root, 1 + i, {"simd_count": 304, "gfx_target_version": 90402,
+                                "location_id": 0x0500 + i, "unique_id": 0xABC})  # fmt: skip
+    amd = Host.from_system(str(root), path=[]).devices_of("amd")
+    assert [(d.pci_bus_id, d.extra["partition"]) for d in amd] == [
+        ("0000:05:00.0", i) for i in range(4)
+    ]
+    assert all(d.extra["pci_class"] == "0x120000" for d in amd)  # the PCI facts are kept
+    assert all(d.uuid == "GPU-0000000000000abc" for d in amd)
+
+
+def test_kfd_nodes_count_as_a_running_driver(tmp_path: Path) -> None:
+    """The topology exists only while amdgpu runs: its GPUs are no 'driver not loaded' case."""
+    root = tmp_path / "root"
+    _kfd_node(root, 1, {"simd_count": 80, "gfx_target_version": 90402, "location_id": 0x0A00})
+    _put(root / "dev/dri/renderD128")
+    p = RocmBackend().probe(Host.from_system(str(root), path=[]))
+    assert "not loaded" not in p.reason and "/dev/kfd" in p.reason
+
+
 def test_cli_env_on_the_mi300x_host(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["env", "--host", str(HOSTS / "mi300x-8.json")]) == 0
     out = capsys.readouterr().out

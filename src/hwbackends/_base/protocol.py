@@ -183,6 +183,9 @@ class Capabilities:
     sources: Mapping[str, str] = field(default_factory=dict)
     # dtype for loading weights for inference; None: follow training_precision
     inference_dtype: str | None = None
+    # attn_implementation names that cannot work on this device, each with the plugin's
+    # reason and source: any name Transformers registers (flex_attention, ...) may be refused
+    refused_attention: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def load_dtype(self) -> str:
@@ -219,6 +222,7 @@ class Capabilities:
             "limitations": [lim.to_dict() for lim in self.limitations],
             "load_dtype": self.load_dtype,
             "sources": dict(self.sources),
+            "refused_attention": dict(self.refused_attention),
         }
 
 
@@ -323,6 +327,7 @@ _SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
         "limitations": (_tuple_of(Limitation), "tuple of Limitation"),
         "sources": (_str_map, "mapping of str to str"),
         "inference_dtype": (_opt_str, "str or None"),
+        "refused_attention": (_str_map, "mapping of str to str"),
     },
 }
 

@@ -34,11 +34,22 @@ def _names(value: str | None) -> frozenset[str] | None:
     return frozenset(p.strip().lower() for p in value.split(",") if p.strip())
 
 
+def _order(value: str | None) -> tuple[str, ...]:
+    """HWBACKENDS_BACKEND: one name, or a comma list of preferences (a repeat counts once)."""
+    out: list[str] = []
+    for p in (value or "").split(","):
+        name = p.strip().lower()
+        if name and name not in out:
+            out.append(name)
+    return tuple(out)
+
+
 @frozen
 class Settings:
     """The ``HWBACKENDS_*`` variables, parsed once."""
 
-    forced: str | None = None
+    forced: str | None = None  # HWBACKENDS_BACKEND as written (names joined by commas)
+    preferred: tuple[str, ...] = ()  # its names, first available wins
     allow: frozenset[str] | None = None  # None: every plugin; empty: none but the built-in cpu
     deny: frozenset[str] = frozenset()
     strict: bool = False
@@ -50,9 +61,10 @@ class Settings:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> Settings:
-        forced = (env.get("HWBACKENDS_BACKEND") or "").strip().lower() or None
+        preferred = _order(env.get("HWBACKENDS_BACKEND"))
         return cls(
-            forced=forced,
+            forced=",".join(preferred) or None,
+            preferred=preferred,
             allow=_names(env.get("HWBACKENDS_PLUGINS")),
             deny=_names(env.get("HWBACKENDS_DISABLE")) or frozenset(),
             strict=truthy(env.get("HWBACKENDS_STRICT"), "HWBACKENDS_STRICT"),
@@ -122,7 +134,21 @@ def close_matches(name: str, names: Iterable[str]) -> str:
 
 
 def listed(spec: EntryPointSpec, names: frozenset[str]) -> bool:
-    return spec.name in names or spec.dist in names
+    """Whether a backend name or its distribution (PEP 503: ``hwbackends_cuda`` is
+    ``hwbackends-cuda``) is among ``names``: a distribution name picks one of two plugins
+    that claim the same backend name."""
+    if spec.name in names or spec.dist in names:
+        return True
+    from hwbackends._base.files import normalize_dist_name
+
+    return any(normalize_dist_name(n) == spec.dist for n in names if "_" in n or "." in n)
+
+
+def disabled_reason(spec: EntryPointSpec, s: Settings) -> str:
+    """Why ``allowed`` refuses a spec, in the words every report uses."""
+    if listed(spec, s.deny):
+        return "listed in HWBACKENDS_DISABLE"
+    return "not listed in HWBACKENDS_PLUGINS"
 
 
 def allowed(spec: EntryPointSpec, s: Settings) -> bool:

@@ -4,7 +4,14 @@ Used only to say which plugin to install when hardware is found that no installe
 claims (fsspec's ``known_implementations`` plays the same part for filesystems), and which
 such hardware needs no plugin or has none (``KNOWN_FUNCTIONS``). Selection, host reading and
 visibility never depend on it: an installed backend's own declarations are what count, and a
-vendor's plugin missing from this list works exactly as well.
+vendor's plugin missing from this list works exactly as well. Hardware of a vendor not listed
+here is still named, from the machine's PCI ID database (``_machine.pciids``).
+
+How a vendor gets listed: a pull request that adds one ``KnownPlugin`` line below (backend
+name, host-device key, display name, PCI vendor ids; classes, ``/dev`` patterns and device ids
+where the vendor id also covers other functions). ``tests/test_catalog.py`` checks that every
+line names a distribution and entry point that exist and the PCI vendor ids its plugin
+declares.
 """
 
 from __future__ import annotations

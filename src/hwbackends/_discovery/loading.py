@@ -16,7 +16,7 @@ from functools import partial
 from hwbackends._base.guard import PluginFault, call, call_many, describe
 from hwbackends._base.protocol import API_VERSION
 from hwbackends._base.record import frozen
-from hwbackends._base.settings import Settings, allowed
+from hwbackends._base.settings import Settings, allowed, disabled_reason
 from hwbackends._discovery.instances import INSTANCES
 from hwbackends._discovery.scan import EntryPointSpec, discover
 
@@ -121,10 +121,13 @@ class Meta:
     device_type: str
     priority: int
     vendor: str | None
+    replaces: str | None = None  # the backend name this one declares it replaces
 
 
 def inspect_backend(inst: object, expected_name: str) -> Meta:
-    values: dict[str, Any] = {a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "vendor")}
+    values: dict[str, Any] = {
+        a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "vendor", "replaces")
+    }
     problems = protocol_problems(inst, expected_name, values=values)
     if problems:
         raise Broken(problems[0])
@@ -135,11 +138,20 @@ def inspect_backend(inst: object, expected_name: str) -> Meta:
             f"rename the entry point and the class's name to {expected_name.lower()!r}"
         )
     vendor = values["vendor"]
+    replaces = values["replaces"]
+    if replaces is not None and (
+        not isinstance(replaces, str) or not replaces or replaces != replaces.strip().lower()
+    ):
+        raise Broken(
+            f"{type(inst).__name__}.replaces is {replaces!r}, expected None or the lower-case "
+            "name of the backend it replaces (such as 'cuda')"
+        )
     return Meta(
         values["name"],
         values["device_type"],
         values["priority"],
         vendor if isinstance(vendor, str) and vendor else None,
+        replaces,
     )
 
 
@@ -273,6 +285,73 @@ class Plugins:
             return exc
 
 
+# -- several distributions claiming one backend name -------------------------------------
+
+
+def clash_message(name: str, specs: list[EntryPointSpec]) -> tuple[str, str]:
+    """``(what, fix)`` for a name several distributions claim: one wording for every surface
+    (selection's report, ``get``, ``env``, ``plugins --check``)."""
+    targets = "; ".join(f"{s.dist} {s.version} ({s.value})" for s in specs)
+    dists = sorted({s.dist for s in specs})
+    what = f"backend name {name!r} is claimed by {len(specs)} plugins: {targets}"
+    if len(dists) > 1:
+        keep = " or ".join(
+            f"HWBACKENDS_DISABLE={','.join(o for o in dists if o != d)} to use {d}" for d in dists
+        )
+        fix = f"set {keep} (or uninstall all but one)"
+    else:
+        fix = f"reinstall or update {dists[0]}: it declares {name!r} more than once"
+    return what, (
+        f"{fix}; a plugin meant to replace another declares replaces = {name!r} in its backend"
+    )
+
+
+def clash_error(name: str, specs: list[EntryPointSpec]) -> str:
+    """The clash as one line: what ``str(PluginError(what, fix=fix))`` says."""
+    what, fix = clash_message(name, specs)
+    return f"{what}. Fix: {fix}."
+
+
+def resolve_claims(
+    plugins: Plugins,
+    specs: list[EntryPointSpec],
+    settings: Settings,
+    timeout: float | None = None,
+) -> tuple[
+    EntryPointSpec | None, list[tuple[EntryPointSpec, str, str | None]], list[EntryPointSpec]
+]:
+    """Which of the plugins claiming one name is used: ``(winner, set aside, clash)``.
+
+    The settings come first (a distribution name in ``HWBACKENDS_DISABLE`` or
+    ``HWBACKENDS_PLUGINS`` picks one); of two or more left, the one plugin that declares
+    ``replaces = <this name>`` wins and the others are set aside as replaced. Otherwise no
+    winner, and ``clash`` lists the claimants. Set aside: ``(spec, reason, replaced by)``.
+    """
+    active = [s for s in specs if allowed(s, settings)]
+    aside: list[tuple[EntryPointSpec, str, str | None]] = [
+        (s, disabled_reason(s, settings), None) for s in specs if not allowed(s, settings)
+    ]
+    if len(active) < 2:
+        return (active[0] if active else None), aside, []
+    name = specs[0].name
+    replacing: list[EntryPointSpec] = []
+    for s in active:
+        try:
+            if plugins.loaded(s, timeout)[1].replaces == name:
+                replacing.append(s)
+        except Broken:
+            continue  # reported as the clash; a broken plugin replaces nothing
+    if len(replacing) == 1 and len({s.dist for s in active}) == len(active):
+        w = replacing[0]
+        aside += [
+            (s, f"replaced by {w.dist} (it declares replaces = {name!r})", w.dist)
+            for s in active
+            if s is not w
+        ]
+        return w, aside, []
+    return None, aside, active
+
+
 # -- the installed plugins of this process --------------------------------------------------
 
 # Made at import, not on first use: two threads must never each make their own.
@@ -300,15 +379,23 @@ def installed_backends(
     if plugins is None:
         plugins = default_plugins()
     out: list[Backend] = []
-    seen: set[str] = set()
-    first = {s.name: s for s in reversed(plugins.specs)}  # the first spec of each name wins
-    plugins.preload([s for s in first.values() if allowed(s, settings)], timeout=settings.timeout)
-    for spec in plugins.specs:
-        if spec.name in seen or not allowed(spec, settings):
+    by_name: dict[str, list[EntryPointSpec]] = {}
+    for s in plugins.specs:
+        by_name.setdefault(s.name, []).append(s)
+    plugins.preload([s for s in plugins.specs if allowed(s, settings)], timeout=settings.timeout)
+    for specs in by_name.values():
+        builtin = [s for s in specs if s.value.startswith("hwbackends._")]
+        if builtin:  # a plugin cannot take a built-in's name (selection reports it)
+            use: EntryPointSpec | None = builtin[0] if allowed(builtin[0], settings) else None
+        else:
+            winner, _aside, clash = resolve_claims(plugins, specs, settings, settings.timeout)
+            # an unresolved clash: selection reports it; the first claimant's declarations
+            # still say what hardware to read
+            use = winner or (clash[0] if clash else None)
+        if use is None:
             continue
-        seen.add(spec.name)
         try:
-            out.append(plugins.load(spec))
+            out.append(plugins.load(use))
         except Broken:
             continue  # selection reports it
     return out

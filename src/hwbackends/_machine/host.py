@@ -95,7 +95,8 @@ class Host:
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Host:
-        """Read a simulated host (JSON, format in DESIGN.md).
+        """Read a simulated host file (JSON; its fields are listed on the "Concepts" page of the
+        documentation, section "Simulated hosts").
 
         The file must be a regular file of at most ``MAX_HOST_FILE_BYTES``; a FIFO, a device
         such as ``/dev/zero`` or a folder is refused before anything is read, so a bad path

@@ -22,6 +22,14 @@ from hwbackends._discovery.catalog import (
 )
 from hwbackends._discovery.dists import _scan_packages
 from hwbackends._discovery.loading import installed_backends
+from hwbackends._machine.evidence import (
+    DEV,
+    bound_driver,
+    functions,
+    ids,
+    node_devices,
+    normalise_bus_id,
+)
 from hwbackends._machine.values import CpuInfo, HostDevice, TorchBuild
 
 TYPE_CHECKING = False
@@ -55,7 +63,8 @@ def read_system(
     search = list(sys.path if path is None else path)
     packages = dict(_scan_packages(search))
     errors: dict[str, str] = {}
-    devices = _read_devices(root, sysname, machine, backends, errors)
+    nodes = _read_dev_nodes(root, backends)
+    devices = _read_devices(root, sysname, machine, backends, errors, nodes)
     return dict(
         system=sysname,
         machine=machine,
@@ -64,7 +73,7 @@ def read_system(
         devices=devices,
         env=None,
         cpu=_read_cpu(root),
-        device_nodes=_read_dev_nodes(root, backends),
+        device_nodes=nodes,
         drivers=_read_drivers(root, backends, errors),
         source="system",
         python=".".join(map(str, sys.version_info[:3])),
@@ -164,28 +173,39 @@ def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R])
 class _Function:
     """One PCI function being read."""
 
-    __slots__ = ("bus", "did", "folder", "klass", "vid")
+    __slots__ = ("bus", "did", "folder", "klass", "source", "vid")
 
-    def __init__(self, folder: str, bus: str, vid: int, did: int | None, klass: str) -> None:
+    def __init__(
+        self, folder: str, bus: str, vid: int, did: int | None, klass: str, source: str
+    ) -> None:
         self.folder, self.bus, self.vid, self.did, self.klass = folder, bus, vid, did, klass
+        self.source = source
 
     def driver(self) -> str | None:
         """The bound driver: the ``driver`` link's name, else ``DRIVER=`` in ``uevent``."""
-        try:
-            return os.path.basename(os.readlink(os.path.join(self.folder, "driver"))) or None
-        except OSError:
-            pass
-        for line in (_read_text(os.path.join(self.folder, "uevent"), 4096) or "").splitlines():
-            if line.startswith("DRIVER="):
-                return line[7:].strip() or None
-        return None
+        return bound_driver(self.folder)
 
     def device(
-        self, vendor: str, unclaimed: bool = False, known: KnownFunction | None = None
+        self,
+        vendor: str,
+        unclaimed: bool = False,
+        known: KnownFunction | None = None,
+        root: str = "",
+        modules: Sequence[str] = (),
     ) -> HostDevice:
         # amdgpu exposes the VRAM size here; other drivers leave it out
         mem = _read_text(os.path.join(self.folder, "mem_info_vram_total"), 32)
-        extra: dict[str, Any] = {"pci_class": self.klass}
+        extra: dict[str, Any] = {"pci_class": self.klass, "evidence": [self.source]}
+        driver = self.driver()
+        if driver is None:  # a capture that kept the driver's folder but not the link
+            drivers = os.path.join(root, "sys/bus/pci/drivers")
+            driver = next(
+                (m for m in modules if isinstance(m, str) and "/" not in m
+                 and os.path.lexists(os.path.join(drivers, m, self.bus))),
+                None,
+            )  # fmt: skip
+        if driver is not None:
+            extra["driver"] = driver
         if unclaimed or known is not None:
             extra["pci_vendor_id"] = f"0x{self.vid:04x}"
         if unclaimed:
@@ -203,27 +223,33 @@ class _Function:
 
 
 def _read_devices(
-    root: str, sysname: str, machine: str, backends: Sequence[Any], errors: dict[str, str]
+    root: str,
+    sysname: str,
+    machine: str,
+    backends: Sequence[Any],
+    errors: dict[str, str],
+    nodes: Sequence[str] = (),
 ) -> tuple[HostDevice, ...]:
-    """PCI functions claimed by ``backends`` (then ordered by each one's hook), plus known
-    and unclaimed accelerators."""
+    """The devices every source of evidence shows: PCI functions claimed by ``backends`` (PCI
+    folders, DRM and accel classes), then each backend's hook (its driver files; ordering),
+    then ``/dev`` nodes of backends nothing else found; plus known and unclaimed
+    accelerators."""
     claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
     served = {getattr(b, "vendor", None) for b in backends}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
     own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
     others: list[HostDevice] = []
-    base = os.path.join(root, "sys/bus/pci/devices")
-    for bus in _listdir(base):  # sorted: PCI bus order, which is NVML's order
-        d = os.path.join(base, bus)
-        vid = _hex(_read_text(os.path.join(d, "vendor"), 32))
+    for bus, d, source in functions(root):  # bus order, which is NVML's order
+        vid, did, klass_text = ids(d)
         if vid is None:
             continue
-        klass_text = (_read_text(os.path.join(d, "class"), 32) or "").strip().lower()
         klass = _hex(klass_text) or 0
-        did = _hex(_read_text(os.path.join(d, "device"), 32))
-
-        fn = _Function(d, bus.lower(), vid, did, klass_text)
-        owner = next((b for b in claimers if _claims(b, vid, did, klass)), None)
+        fn = _Function(d, bus, vid, did, klass_text, source)
+        # Every backend that claims the function gets it under its own vendor key (two
+        # plugins for the same cards must both see them: selection then warns and names the
+        # setting that decides); one device per key.
+        owners = [b for b in claimers if _claims(b, vid, did, klass)]
+        owner = owners[0] if owners else None
         cat = (
             None
             if owner is not None
@@ -237,12 +263,17 @@ def _read_devices(
         # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
         # in its own pci_device_ids is more specific than that table, and keeps it.
         kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
-        if kf is not None and not (
-            owner is not None and did in getattr(owner, "pci_device_ids", ())
-        ):
+        if kf is not None and not any(did in getattr(o, "pci_device_ids", ()) for o in owners):
             others.append(fn.device(f"pci_{vid:04x}", known=kf))
         elif owner is not None:
-            own[id(owner)].append(fn.device(owner.vendor))
+            keys: set[str] = set()
+            for o in owners:
+                if o.vendor in keys:
+                    continue
+                keys.add(o.vendor)
+                mods = getattr(o, "driver_modules", ())
+                mods = mods if isinstance(mods, tuple) else ()
+                own[id(o)].append(fn.device(o.vendor, root=root, modules=mods))
         elif cat is not None:
             others.append(fn.device(cat.vendor))
         else:
@@ -258,8 +289,57 @@ def _read_devices(
             return tuple(got)
 
         got = _hook(errors, b, "read_devices()", read)
-        out.extend(found if got is None else got)
-    return tuple(out + others)
+        mine = list(found if got is None else got)
+        vendor = getattr(b, "vendor", None)
+        if not mine and isinstance(vendor, str) and vendor:
+            # A container given only the device nodes: each declared unit node is a device.
+            mine = [
+                HostDevice(vendor=vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
+                for _, n in node_devices(b, nodes)
+            ]
+        out.extend(_normalised(d) for d in mine)
+    return tuple(out + _named(root, others))
+
+
+def _named(root: str, devices: list[HostDevice]) -> list[HostDevice]:
+    """Unclaimed accelerators with their vendor's and model's names from the machine's PCI ID
+    database (read only when there is one to name), so the report can say whose they are."""
+    wanted: dict[int, set[int]] = {}
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        if vid is not None:
+            did = _hex(d.pci_device_id or "")
+            wanted.setdefault(vid, set()).update(() if did is None else (did,))
+    if not wanted:
+        return devices
+    from hwbackends._base.record import replace
+    from hwbackends._machine.pciids import lookup
+
+    names = lookup(root, wanted)
+    out = []
+    for d in devices:
+        vid = _hex(str(d.extra.get("pci_vendor_id", ""))) if d.extra.get("unclaimed") else None
+        vendor = names.get((vid, None)) if vid is not None else None
+        if vid is None or vendor is None:
+            out.append(d)
+            continue
+        extra = dict(d.extra, pci_vendor_name=vendor)
+        model = names.get((vid, _hex(d.pci_device_id or "")))
+        if model:
+            extra["pci_device_name"] = model
+        out.append(replace(d, extra=extra, name=d.name or model))
+    return out
+
+
+def _normalised(d: HostDevice) -> HostDevice:
+    """A hook's device with its bus id in sysfs's spelling, so that sources merge by it."""
+    bus = d.pci_bus_id
+    norm = normalise_bus_id(bus) if isinstance(bus, str) else None
+    if norm is None or norm == bus:
+        return d
+    from hwbackends._base.record import replace
+
+    return replace(d, pci_bus_id=norm)
 
 
 def _read_memtotal(root: str) -> int | None:
@@ -297,9 +377,10 @@ def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
     """``/dev`` names that match a declared pattern of an installed or known backend."""
     patterns: set[str] = set()
     for b in (*backends, *KNOWN_PLUGINS):
-        pats = getattr(b, "device_nodes", ())
-        if isinstance(pats, tuple):
-            patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
+        for attr in ("device_nodes", "device_node_units"):
+            pats = getattr(b, attr, ())
+            if isinstance(pats, tuple):
+                patterns.update(p for p in pats if isinstance(p, str) and ".." not in p)
     by_dir: dict[str, list[str]] = {}
     for p in patterns:
         folder, _, _ = p.rpartition("/")

@@ -397,7 +397,7 @@ def _select() -> Backend | None:
     from hwbackends._selection import registry as _registry
 
     chosen = _registry.current()
-    found = _registry.entry_point_source(chosen.name)
+    found = _registry.entry_point_source(chosen.name, chosen)
     if found is not None:
         value, source = found
         INSTANCES.setdefault(value, chosen)

@@ -22,13 +22,12 @@ from hwbackends._base.errors import (
 )
 from hwbackends._base.guard import ResultError, call_many
 from hwbackends._base.protocol import Device, Probe, checked
-from hwbackends._base.record import mutable
 from hwbackends._base.settings import (
     SETTINGS_VARS,
     Settings,
     allowed,
     close_matches,
-    listed,
+    disabled_reason,
     unknown_settings,
 )
 from hwbackends._discovery import loading
@@ -36,13 +35,25 @@ from hwbackends._discovery.loading import (
     Broken,
     Meta,
     Plugins,
+    clash_error,
+    clash_message,
     default_plugins,
     guarded,
+    resolve_claims,
 )
 from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
 )
 from hwbackends._machine.host import Host
+from hwbackends._selection.order import (
+    Candidate,
+    none_preferred,
+    preferred,
+    probe_of,
+    replaced_by_name,
+    shared_devices,
+    status_of,
+)
 from hwbackends._selection.report import (
     BackendStatus,
     SelectionReport,
@@ -120,14 +131,6 @@ def plugin_call(
         ) from None
 
 
-def _probe(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> Probe:
-    what = f"{meta.name}.probe()"
-    p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
-    if p.backend != meta.name:
-        raise Broken(f"{what} returned a Probe for {p.backend!r}")
-    return p
-
-
 def _devices(
     backend: Backend, name: str, host: Host, env: Mapping[str, str], timeout: float | None
 ) -> list[Device]:
@@ -145,40 +148,6 @@ def _devices(
 # -- the registry --------------------------------------------------------------------------
 
 
-@mutable
-class _Candidate:
-    spec: EntryPointSpec
-    backend: Backend | None = None
-    meta: Meta | None = None
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def priority(self) -> int:
-        return self.meta.priority if self.meta is not None else 0
-
-    @property
-    def device_type(self) -> str:
-        return self.meta.device_type if self.meta is not None else self.spec.name
-
-
-def _status(c: _Candidate, state: State, **kw: Any) -> BackendStatus:
-    m = c.meta
-    return BackendStatus(
-        name=c.spec.name,
-        origin="builtin" if c.spec.value.startswith("hwbackends._") else c.spec.dist,
-        version=c.spec.version,
-        target=c.spec.value,
-        state=state,
-        priority=m.priority if m is not None else None,
-        device_type=m.device_type if m is not None else None,
-        vendor=m.vendor if m is not None else None,
-        **kw,
-    )
-
-
 def _vendor_of(b: object) -> str | None:
     v = getattr(b, "vendor", None) if b is not None else None
     return v if isinstance(v, str) and v else None
@@ -188,6 +157,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
     """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
     and the known plugins of the catalog (a cluster-wide setting names plugins some machines
     lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
+    from hwbackends._base.files import normalize_dist_name
     from hwbackends._discovery.catalog import KNOWN_PLUGINS
 
     names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
@@ -198,7 +168,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
         ("HWBACKENDS_DISABLE", settings.deny),
     ):
         for name in sorted(names_listed):
-            if name in names or name in dists:
+            if name in names or name in dists or normalize_dist_name(name) in dists:
                 continue
             raise BackendNotFoundError(
                 f"{var} names {name!r}, which is no backend{close_matches(name, names)}",
@@ -211,7 +181,7 @@ def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPo
 class Registry(Plugins):
     """The discovered backends of one search path. ``select`` makes a ``SelectionReport``."""
 
-    def _load_and_probe(self, c: _Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
+    def _load_and_probe(self, c: Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
         """Plugin code for one candidate (run on a guard worker): its instance and identity,
         its probe, and how long both took. Returned, not stored: a call abandoned for hanging
         must not change the candidate later."""
@@ -219,10 +189,12 @@ class Registry(Plugins):
         backend, meta = self.loaded(c.spec)
         if c.name in host.reader_errors:
             raise Broken(f"reading the machine: {host.reader_errors[c.name]}")
-        probe = _probe(backend, meta, host, None)
+        probe = probe_of(backend, meta, host, None)
         return backend, meta, probe, (time.perf_counter() - t0) * 1000
 
-    def get(self, name: str) -> Backend:
+    def get(self, name: str, settings: Settings | None = None) -> Backend:
+        """A backend by name; of plugins claiming it, the one ``settings`` (default: the
+        ``HWBACKENDS_*`` of ``os.environ``) and ``replaces`` pick, else a clash error."""
         key = name.strip().lower()
         specs = [s for s in self.specs if s.name == key]
         if not specs:
@@ -231,16 +203,23 @@ class Registry(Plugins):
                 f"one of {', '.join(self.names())}",
                 f"install its plugin (pip install hwbackends-{key}) or pick an installed name",
             )
-        conflict = _conflict(specs)
-        if conflict and not specs[0].value.startswith("hwbackends._"):
-            raise PluginError(conflict, fix="uninstall all but one of these distributions")
-        # a plugin claiming a built-in name is reported by selection; the built-in stands
+        spec = specs[0]  # a plugin claiming a built-in name is reported; the built-in stands
+        if len(specs) > 1 and not spec.value.startswith("hwbackends._"):
+            settings = settings or Settings.from_env(os.environ)
+            winner, _aside, clash = resolve_claims(self, specs, settings, settings.timeout)
+            if winner is None and not clash:  # every claimant disabled: still a clash to name
+                clash = specs
+            if clash:
+                what, fix = clash_message(key, clash)
+                raise PluginError(what, fix=fix)
+            assert winner is not None
+            spec = winner
         try:
-            return self.load(specs[0])
+            return self.load(spec)
         except Broken as exc:
             raise PluginError(
                 f"the {key} backend is broken: {exc.reason}",
-                fix=f"reinstall or update {specs[0].dist}, or run `hwbackends plugins --check`",
+                fix=f"reinstall or update {spec.dist}, or run `hwbackends plugins --check`",
             ) from None
 
     def select(
@@ -255,44 +234,56 @@ class Registry(Plugins):
         for s in self.specs:
             by_name.setdefault(s.name, []).append(s)
 
-        if settings.forced is not None and settings.forced not in by_name:
-            raise BackendNotFoundError(
-                f"HWBACKENDS_BACKEND={settings.forced!r} names no installed backend"
-                f"{close_matches(settings.forced, by_name)}",
-                f"one of {', '.join(sorted(by_name))}",
-                f"install hwbackends-{settings.forced}, or unset HWBACKENDS_BACKEND",
-            )
+        pref = preferred(settings, by_name)
         _check_listed_names(settings, by_name)
         warnings.extend(unknown_settings(env))
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
-        ready: list[tuple[Backend, Probe, _Candidate]] = []
+        ready: list[tuple[Backend, Probe, Candidate]] = []
         hardware_unready: list[Probe] = []
         limit = settings.timeout
-        to_probe: list[_Candidate] = []
+        to_probe: list[Candidate] = []
+        skipped: dict[str, EntryPointSpec] = {}  # not probed: HWBACKENDS_BACKEND names others
         for name in sorted(by_name):
             specs = by_name[name]
-            c = _Candidate(specs[0])
-            conflict = _conflict(specs)
-            if conflict and c.spec.value.startswith("hwbackends._"):
-                # The built-in keeps working; each impostor is reported on its own line.
-                impostors.extend(
-                    _status(_Candidate(s), "broken", error=conflict) for s in specs[1:]
-                )
-            elif conflict:
-                statuses[name] = _status(c, "broken", error=conflict)
-                continue
-            if not allowed(c.spec, settings):
-                why = (
-                    "listed in HWBACKENDS_DISABLE"
-                    if listed(c.spec, settings.deny)
-                    else "not listed in HWBACKENDS_PLUGINS"
-                )
-                statuses[name] = _status(c, "disabled", error=why)
-                continue
-            if settings.forced is not None and name not in (settings.forced, "cpu"):
-                statuses[name] = _status(
+            if specs[0].value.startswith("hwbackends._"):
+                c = Candidate(specs[0])
+                if len(specs) > 1:
+                    # The built-in keeps working; each impostor is reported on its own line.
+                    conflict = _conflict(specs)
+                    impostors.extend(
+                        status_of(Candidate(s), "broken", error=conflict) for s in specs[1:]
+                    )
+                if not allowed(c.spec, settings):
+                    statuses[name] = status_of(
+                        c, "disabled", error=disabled_reason(c.spec, settings)
+                    )
+                    continue
+            else:
+                winner, aside, clash = resolve_claims(self, specs, settings, limit)
+                for s, why, by in aside:
+                    st = status_of(Candidate(s), "disabled", error=why, replaced_by=by)
+                    if winner is None and not clash and name not in statuses:
+                        statuses[name] = st  # every claimant disabled: the first is the row
+                    else:
+                        impostors.append(st)
+                if clash:
+                    statuses[name] = status_of(
+                        Candidate(clash[0]), "broken", error=clash_error(name, clash)
+                    )
+                    impostors.extend(
+                        status_of(Candidate(s), "broken", error=clash_error(name, clash))
+                        for s in clash[1:]
+                    )
+                    continue
+                if winner is None:
+                    continue
+                c = Candidate(winner)
+                c.replaces = tuple(s.dist for s, _why, by in aside if by)
+            if pref and name not in (*pref, "cpu"):
+                skipped[name] = c.spec
+                statuses[name] = status_of(
                     c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
                 )
                 continue
@@ -301,6 +292,7 @@ class Registry(Plugins):
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
         self.preload([c.spec for c in to_probe], limit)
+        to_probe = replaced_by_name(self, to_probe, statuses, limit)
         outcomes = call_many(
             [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
             timeout=limit,
@@ -311,43 +303,27 @@ class Registry(Plugins):
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
                 if isinstance(got, tuple):
                     c.backend, c.meta = got
-                statuses[name] = _status(c, "broken", error=value.reason, traceback=value.tb)
+                statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
                 timings[f"probe:{name}"] = 0.0
                 continue
             c.backend, c.meta, probe, ms = value
             timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
-            statuses[name] = _status(c, state, probe=probe, probe_ms=ms)
+            statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)
             if probe.available:
                 ready.append((c.backend, probe, c))
             elif probe.hardware_present:
                 hardware_unready.append(probe)
 
-        if settings.forced is not None:
-            forced = statuses[settings.forced]
-            if forced.state != "available":
-                hint = forced.probe.hint if forced.probe and forced.probe.hint else None
-                # the others were skipped for the forced one; probed now, the error can name
-                # every backend that would work instead of only cpu
-                usable = {c.name for _, _, c in ready}
-                for name, st in statuses.items():
-                    if st.state == "not-probed":
-                        try:
-                            b, meta = self.loaded(by_name[name][0], limit)
-                            if _probe(b, meta, host, limit).available:
-                                usable.add(name)
-                        except Broken:
-                            pass  # a broken plugin is not an alternative to offer
-                raise BackendUnavailableError(
-                    f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                    f"{forced.reason}",
-                    f"an available backend ({', '.join(sorted(usable)) or 'none'})",
-                    hint or "fix the reason above, or unset HWBACKENDS_BACKEND",
-                )
-            ready = [r for r in ready if r[2].name == settings.forced]
-
-        ready.sort(key=lambda r: (-r[2].priority, r[2].name))
-        chosen: _Candidate | None = None
+        warnings.extend(shared_devices(ready, host, limit, pref, settings))
+        if pref:
+            if not any(statuses[n].state == "available" for n in pref):
+                raise none_preferred(self, pref, settings, statuses, ready, skipped, host)
+            ready = [r for r in ready if r[2].name in pref]
+            ready.sort(key=lambda r: pref.index(r[2].name))
+        else:
+            ready.sort(key=lambda r: (-r[2].priority, r[2].name))
+        chosen: Candidate | None = None
         devices: list[Device] = []
         vis_report: Any = None
         passed_over: list[str] = []  # ready backends that could not be used after all
@@ -360,7 +336,7 @@ class Registry(Plugins):
                 vis_report = _visibility(backend, c, env, host, limit)
                 devices = _devices(backend, c.name, host, env, limit)
             except Broken as exc:
-                statuses[c.name] = _status(c, "broken", error=exc.reason, traceback=exc.tb)
+                statuses[c.name] = status_of(c, "broken", error=exc.reason, traceback=exc.tb)
                 passed_over.append(c.name)
                 continue
             finally:
@@ -378,20 +354,24 @@ class Registry(Plugins):
                         f"{c.name} hardware evidence was found ({old.reason}), but no "
                         "device could be enumerated from the host's PCI devices"
                     )
-                statuses[c.name] = _status(
+                statuses[c.name] = status_of(
                     c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
                 )
                 warnings.append(f"{why}; this process cannot use it")
+                if vis_report is not None:  # why the variables hid them (a repeat, a typo)
+                    warnings.extend(vis_report[0].warnings)
                 passed_over.append(c.name)
                 continue
             chosen = c
             break
 
-        if chosen is None and settings.forced is not None:
-            forced = statuses[settings.forced]
+        if chosen is None and pref:
+            reasons = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
             raise BackendUnavailableError(
-                f"HWBACKENDS_BACKEND={settings.forced} but that backend is {forced.state}: "
-                f"{forced.reason}",
+                f"HWBACKENDS_BACKEND={settings.forced} but "
+                + (
+                    f"that backend is {reasons.partition(' is ')[2]}" if len(pref) == 1 else reasons
+                ),
                 "a forced backend that shows this process at least one device",
                 "change the visibility variables, or unset HWBACKENDS_BACKEND",
             )
@@ -405,9 +385,23 @@ class Registry(Plugins):
 
         others = [r[2].name for r in ready if r[2].name != chosen.name]
         unserved = _unserved_hardware(host, statuses, by_name)
-        if settings.forced is not None:
+        listed = settings.preferred
+        if len(listed) == 1:
             rule = "forced"
             reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
+        elif pref:
+            rule = "preferred"
+            before = listed[: listed.index(chosen.name)] if chosen.name in listed else listed
+            reason = f"the first usable backend in HWBACKENDS_BACKEND={settings.forced}"
+            if before:
+                reason += (
+                    " ("
+                    + "; ".join(
+                        f"{n}: {statuses[n].state if n in statuses else 'not installed'}"
+                        for n in before
+                    )
+                    + ")"
+                )
         elif chosen.name == "cpu" and (hardware_unready or passed_over or unserved):
             rule = "cpu-fallback"
             reason = "no accelerator backend is ready; using the CPU"
@@ -455,7 +449,7 @@ class Registry(Plugins):
 
 
 def _visibility(
-    backend: Backend, c: _Candidate, env: Mapping[str, str], host: Host, limit: float | None
+    backend: Backend, c: Candidate, env: Mapping[str, str], host: Host, limit: float | None
 ) -> tuple[Any, tuple[str, ...]]:
     """The backend's visibility report and declared variables, read by the core.
 
@@ -587,8 +581,7 @@ def _strict_check(report: SelectionReport, s: Settings) -> None:
 
 def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> Backend:
     """The backend this process should use (cached per process for the defaults)."""
-    report = explain(env=env, host=host)
-    return _default_registry().get(report.chosen)
+    return get_from_report(explain(env=env, host=host))
 
 
 def backends(
@@ -606,11 +599,13 @@ def get(name: str) -> Backend:
 def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
-    patterns plus their ``watch_paths`` (relative to the root)."""
+    patterns plus their ``watch_paths`` (relative to the root), and the class folders the
+    machine reader reads as evidence of devices."""
+    from hwbackends._machine.evidence import WATCH
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
-    paths: set[str] = set()
+    paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
     for b in installed_backends():
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
             names.update(v for v in rule_of(b).variables if isinstance(v, str))
@@ -635,16 +630,34 @@ def installed_names() -> list[str]:
     return _default_registry().names()
 
 
-def entry_point_source(name: str) -> tuple[str, str] | None:
-    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name``; the folder
-    is ``""`` for the built-in. None: unknown name, or found without a folder (importlib)."""
-    for s in _default_registry().specs:
-        if s.name == name:
-            builtin = s.value.startswith("hwbackends._")
-            return (s.value, s.source) if builtin or s.source else None
+def entry_point_source(name: str, backend: object = None) -> tuple[str, str] | None:
+    """``(module:attr, *.dist-info folder)`` the default registry loads for ``name`` (of
+    plugins claiming one name, the one whose instance ``backend`` is); the folder is ``""``
+    for the built-in. None: unknown name, or found without a folder (importlib)."""
+    reg = _default_registry()
+    specs = [s for s in reg.specs if s.name == name]
+    if backend is not None and len(specs) > 1:
+        loaded = {id(s): reg._loaded.get(id(s)) for s in specs}
+        specs = [s for s in specs if isinstance(got := loaded[id(s)], tuple) and got[0] is backend]
+    for s in specs:
+        builtin = s.value.startswith("hwbackends._")
+        return (s.value, s.source) if builtin or s.source else None
     return None
 
 
 def get_from_report(report: SelectionReport) -> Backend:
-    """The backend instance a report chose (the same object selection probed)."""
-    return _default_registry().get(report.chosen)
+    """The backend instance a report chose (the same object selection probed): of plugins
+    claiming one name, the one the report's settings picked."""
+    reg = _default_registry()
+    chosen = report.status(report.chosen)
+    for s in reg.specs:
+        if (
+            s.name == chosen.name
+            and s.value == chosen.target
+            and chosen.origin in (s.dist, "builtin")
+        ):
+            try:
+                return reg.load(s)
+            except Broken:
+                break  # get() raises the error that names it
+    return reg.get(report.chosen)

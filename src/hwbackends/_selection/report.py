@@ -33,6 +33,14 @@ class BackendStatus:
     device_type: str | None = None
     probe_ms: float = 0.0
     vendor: str | None = None  # the host-device key the backend declares
+    replaces: str | None = None  # the distributions this one replaces (it declares replaces)
+    replaced_by: str | None = None  # the distribution that replaces this one
+
+    @property
+    def source(self) -> str:
+        """Where it comes from, as every report shows it: ``hwbackends-cuda-dgx, replaces
+        hwbackends-cuda``."""
+        return f"{self.origin}, replaces {self.replaces}" if self.replaces else self.origin
 
     @property
     def broken(self) -> bool:
@@ -56,6 +64,8 @@ class BackendStatus:
             "priority": self.priority,
             "device_type": self.device_type,
             "vendor": self.vendor,
+            "replaces": self.replaces,
+            "replaced_by": self.replaced_by,
             "reason": self.reason,
             "probe": self.probe.to_dict() if self.probe else None,
             "error": self.error,
@@ -72,7 +82,7 @@ class SelectionReport:
 
     chosen: str
     device_type: str
-    rule: str  # "forced", "priority", "only-available", "cpu-fallback"
+    rule: str  # "forced", "preferred", "priority", "only-available", "cpu-fallback"
     reason: str
     candidates: tuple[BackendStatus, ...]
     devices: tuple[Device, ...]
@@ -172,13 +182,29 @@ def _unserved_hardware(
         k = known_for(d.vendor)
         if k is None:
             pid = f"{d.extra.get('pci_vendor_id', d.vendor)}:{d.pci_device_id or '?'}"
+            # names from the machine's PCI ID database, where the reader found one
+            maker = d.extra.get("pci_vendor_name")
+            model = d.extra.get("pci_device_name")
+            what = (
+                f"{maker} accelerator(s)" if isinstance(maker, str) and maker else "accelerator(s)"
+            )
+            if isinstance(model, str) and model:
+                what += f" ({model})"
+            whose = f"{maker}'s" if isinstance(maker, str) and maker else "the vendor's"
             out.append(
-                f"{n} accelerator(s) that no installed backend claims (PCI {pid} at {where}). "
-                "Fix: install the vendor's hwbackends plugin; `hwbackends plugins` lists the "
+                f"{n} {what} that no installed backend claims (PCI {pid} at {where}). "
+                f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
                 "installed ones"
             )
             continue
         known_status = statuses.get(k.backend)
+        if (
+            known_status is not None
+            and known_status.state == "broken"
+            and ("Fix: " in known_status.reason)
+        ):  # a reason that carries its own fix (a name claimed twice): the same words
+            out.append(f"{n} {k.display}(s) found, but {known_status.reason.rstrip('.')}")
+            continue
         if known_status is not None and known_status.state == "broken":
             out.append(
                 f"{n} {k.display}(s) found, but the {k.backend} backend is broken: "

@@ -43,16 +43,23 @@ def resolve_target(
     ``device`` may be a ``Device``, a logical index, or None for the process's device:
     ``LOCAL_RANK`` under a launcher, else the first visible device.
     """
-    from hwbackends._selection.registry import explain, get, plugin_call, resolve_inputs
+    from hwbackends._selection.registry import (
+        _default_registry,
+        explain,
+        get_from_report,
+        plugin_call,
+        resolve_inputs,
+    )
 
-    e, h, _ = resolve_inputs(env, host)
+    e, h, settings = resolve_inputs(env, host)
     name: str
     if backend is None:
-        name = explain(env=e, host=h).chosen
-        b = get(name)
+        report = explain(env=e, host=h)
+        name = report.chosen
+        b = get_from_report(report)
     elif isinstance(backend, str):
         name = backend.strip().lower()
-        b = get(name)
+        b = _default_registry().get(name, settings)  # a clash is resolved by env's settings
         probe = plugin_call(name, "probe", lambda: b.probe(h), Probe)
         if not probe.available:
             raise BackendUnavailableError(

@@ -1,5 +1,8 @@
 """The runtime-specific rule kinds, as light declarations.
 
+"Visibility reference §N" is section N of the documentation page "Visibility semantics per
+runtime" (``docs/reference/visibility.md``): each rule there has its public source.
+
 A plugin declares ``visibility = CudaDevices(...)`` when its module is imported, on every
 selection; the readers and writers behind each kind (hundreds of lines per runtime) are in
 ``cuda``, ``rocm``, … and are imported the first time a rule reads or writes.
@@ -53,7 +56,8 @@ class _Kind(VisibilityRule):
 
 
 class CudaDevices(VisibilityRule):
-    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (see module docs).
+    """The CUDA runtime's ``CUDA_VISIBLE_DEVICES`` and ``CUDA_DEVICE_ORDER`` (visibility
+    reference §1).
 
     ``driver_module`` names the kernel module whose version (``Host.drivers``) selects the
     MIG enumeration rules of that driver generation; without it the R570+ rules apply.
@@ -81,7 +85,7 @@ class CudaDevices(VisibilityRule):
 
 class RocmDevices(_Kind):
     """ROCm's two layers: ``ROCR_VISIBLE_DEVICES``, then ``HIP_VISIBLE_DEVICES`` or
-    ``CUDA_VISIBLE_DEVICES`` over the ROCr-filtered GPUs (see module docs)."""
+    ``CUDA_VISIBLE_DEVICES`` over the ROCr-filtered GPUs (visibility reference §2)."""
 
     _module = "rocm"
     variables = (
@@ -95,7 +99,7 @@ class RocmDevices(_Kind):
 
 class LevelZeroDevices(_Kind):
     """Level Zero's ``ONEAPI_DEVICE_SELECTOR`` and ``ZE_AFFINITY_MASK`` with
-    ``ZE_FLAT_DEVICE_HIERARCHY`` (cards or tiles; see module docs)."""
+    ``ZE_FLAT_DEVICE_HIERARCHY`` (cards or tiles; visibility reference §7)."""
 
     _module = "xpu"
     variables = (
@@ -109,7 +113,7 @@ class LevelZeroDevices(_Kind):
 
 class NeuronCores(_Kind):
     """The Neuron runtime's ``NEURON_RT_VISIBLE_CORES`` / ``NEURON_RT_NUM_CORES`` over
-    NeuronCores, at the logical core size ``NEURON_LOGICAL_NC_CONFIG`` (see module docs)."""
+    NeuronCores, at the logical core size ``NEURON_LOGICAL_NC_CONFIG`` (visibility reference §3)."""
 
     _module = "neuron"
     variables = ("NEURON_RT_VISIBLE_CORES", "NEURON_RT_NUM_CORES", "NEURON_LOGICAL_NC_CONFIG")
@@ -117,7 +121,7 @@ class NeuronCores(_Kind):
 
 
 class TpuChips(_Kind):
-    """libtpu's ``TPU_VISIBLE_CHIPS`` with the process and host bounds (see module docs)."""
+    """libtpu's ``TPU_VISIBLE_CHIPS`` with the process and host bounds (visibility reference §4)."""
 
     _module = "tpu"
     variables = (
@@ -132,7 +136,7 @@ class TpuChips(_Kind):
 
 
 class GaudiModules(_Kind):
-    """``HABANA_VISIBLE_MODULES``: a list of module ids (see module docs)."""
+    """``HABANA_VISIBLE_MODULES``: a list of module ids (visibility reference §5)."""
 
     _module = "hpu"
     variables = ("HABANA_VISIBLE_MODULES",)
@@ -140,7 +144,7 @@ class GaudiModules(_Kind):
 
 
 class AscendDevices(_Kind):
-    """``ASCEND_RT_VISIBLE_DEVICES``: ascending logical device ids (see module docs)."""
+    """``ASCEND_RT_VISIBLE_DEVICES``: ascending logical device ids (visibility reference §6)."""
 
     _module = "npu"
     variables = ("ASCEND_RT_VISIBLE_DEVICES",)

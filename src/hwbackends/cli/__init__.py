@@ -126,6 +126,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
+    sp.add_argument(
+        "--doc",
+        metavar="NAME",
+        help="print the Markdown page of the installed backend NAME (declarations, visibility, "
+        "capability tables with sources)",
+    )
+    sp.add_argument(
+        "--hosts",
+        metavar="DIR",
+        help="with --doc: add the devices of the host files DIR/*.json to the page",
+    )
     sp.set_defaults(func=cmd_plugins)
     sp = sub.add_parser("devices", parents=[common], help="visible devices, logical → physical")
     sp.set_defaults(func=cmd_devices)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hwbackends.cli._inputs import (
     _confirmation,
@@ -52,11 +52,32 @@ def cmd_env(args: argparse.Namespace) -> int:
         d["settings"] = settings
         d["versions"] = versions_of(report.host)
         d["confirmation"] = conf.to_dict() if conf is not None else None
+        d["evidence_sources"] = evidence_read(report)
         emit(_json(d))
     else:
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))
         emit(render_env(report, st, report.debug, settings, view))
+        read = evidence_read(report) if view.verbose else None
+        if read:
+            text = " · ".join(f"{name}: {', '.join(srcs)}" for name, srcs in read.items())
+            emit("\n".join(view.wrap(text, st.bold("Evidence read") + "  ", " " * 15)))
         if conf is not None:
             emit("\n" + "\n".join(render_confirmation(conf, st)))
     return 0 if conf is None or conf.ok else 1
+
+
+def evidence_read(report: Any) -> dict[str, list[str]] | None:
+    """Backend name -> the sources of evidence the machine reader consulted for it (a real
+    machine only; a host file names none)."""
+    if report.host is None or report.host.source != "system":
+        return None
+    from hwbackends._discovery.loading import installed_backends
+    from hwbackends._machine.evidence import sources_of
+
+    out = {}
+    for b in installed_backends():
+        srcs = sources_of(b)
+        if srcs and isinstance(getattr(b, "name", None), str):
+            out[b.name] = srcs
+    return out

@@ -1,4 +1,5 @@
-"""``hwbackends plugins``: every discovered backend, its state and origin; ``--check`` for CI."""
+"""``hwbackends plugins``: every discovered backend, its state and origin; ``--check`` for CI;
+``--doc NAME`` for one backend's Markdown page (``_plugin_doc``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,18 @@ if TYPE_CHECKING:
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:
+    if getattr(args, "hosts", None) and not getattr(args, "doc", None):
+        from hwbackends._base.errors import HwBackendsError
+
+        raise HwBackendsError(
+            "--hosts was given without --doc",
+            "--hosts DIR only with --doc NAME",
+            "add --doc NAME, or drop --hosts",
+        )
+    if getattr(args, "doc", None):
+        from hwbackends.cli._plugin_doc import cmd_plugin_doc
+
+        return cmd_plugin_doc(args)
     report = _report(args)
     if args.json:
         emit(
@@ -29,7 +42,9 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     else:
         emit("\n".join(render_backends(report, _Style(sys.stdout), report.debug)))
     if args.check and report.broken:
-        names = ", ".join(f"{b.name} ({b.origin})" for b in report.broken)
+        names = ", ".join(f"{b.name} ({b.source})" for b in report.broken)
         print(f"hwbackends: broken plugin(s): {names}", file=sys.stderr)
+        for why in dict.fromkeys(f"  {b.name}: {b.reason}" for b in report.broken):
+            print(why, file=sys.stderr)  # the same reason and fix every report gives
         return 1
     return 0

@@ -187,15 +187,16 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     if not view.verbose:
         # Identical devices on one line each kind; the per-device table is in --verbose and
         # the devices this process sees are listed below.
-        groups: dict[tuple[str, str, str, str], int] = {}
+        groups: dict[tuple[str, str, str, str, str], int] = {}
         for d in h.devices:
             name = d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed")
-            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes))
+            key = (name, d.vendor, d.arch or "", _gib(d.memory_bytes), _found_by(d))
             groups[key] = groups.get(key, 0) + 1
         label = st.bold("Hardware") + "  "
-        for (name, vendor, arch, mem), n in groups.items():
+        for (name, vendor, arch, mem, found), n in groups.items():
             detail = ", ".join(x for x in (vendor, arch, mem) if x)
-            lines += view.wrap(f"{n} × {name} ({detail})", label, " " * 10)
+            found = f"; found by {found}" if found else ""
+            lines += view.wrap(f"{n} × {name} ({detail}{found})", label, " " * 10)
             label = " " * 10
         return lines
     rows = [
@@ -206,6 +207,7 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
             d.arch or "",
             d.pci_bus_id or "",
             _gib(d.memory_bytes),
+            _found_by(d, driver=True),
         ]
         for i, d in enumerate(h.devices)
     ]
@@ -214,6 +216,17 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     lines.append(st.bold("Devices of accelerator vendors"))
     lines += _table(rows, view=view)
     return lines
+
+
+def _found_by(d: Any, driver: bool = False) -> str:
+    """The evidence sources that found a device (``pci + nvidia-proc``), and with ``driver``
+    the driver bound to it: empty for a host file's devices, which name none."""
+    ev = d.extra.get("evidence")
+    found = " + ".join(e for e in ev if isinstance(e, str)) if isinstance(ev, list) else ""
+    bound = d.extra.get("driver")
+    if driver and isinstance(bound, str):
+        found = f"{found}, driver {bound}" if found else f"driver {bound}"
+    return found
 
 
 def render_backends(
@@ -228,11 +241,13 @@ def render_backends(
             absent.append(c.name)
             continue
         mark = _MARK[c.state]
+        shown_state = f"{c.state} (replaced)" if c.replaced_by else c.state
         state = {"selected": st.green, "broken": st.red, "available": st.green}.get(
             c.state, lambda s: s
-        )(c.state)
+        )(shown_state)
         origin = [f"{c.origin} {c.version}"] if view.verbose else []
-        rows.append([mark, c.name, state, *origin, c.reason])
+        name = f"{c.name} ({c.source})" if c.replaces else c.name
+        rows.append([mark, name, state, *origin, c.reason])
     lines = [st.bold("Backends")]
     lines += _table(rows, view=view)
     if absent:

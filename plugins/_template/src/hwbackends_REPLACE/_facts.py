@@ -1,7 +1,9 @@
-"""What REPLACE_DISPLAY devices can do. Each fact names its source: replace them with yours.
+"""What REPLACE_DISPLAY devices can do. Each fact names its source: replace
+them with yours.
 
-Imported on demand (from ``capabilities``), never by selection: put tables here, and declare
-one a class attribute with ``hwbackends.plugin.lazy("hwbackends_REPLACE._facts", "NAME")``.
+Imported on demand (from ``capabilities``), never by selection: put tables here,
+and declare one a class attribute with
+``hwbackends.plugin.lazy("hwbackends_REPLACE._facts", "NAME")``.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ if TYPE_CHECKING:
     from hwbackends import Device
     from hwbackends.plugin import BaseBackend
 
-SOURCE = "REPLACE_DISPLAY documentation (replace with the page that states each fact)"
+SOURCE = "REPLACE_DISPLAY documentation (the page that states each fact)"
 
 
 def capabilities_for(backend: BaseBackend, device: Device | None) -> Capabilities:
@@ -32,6 +34,8 @@ def capabilities_for(backend: BaseBackend, device: Device | None) -> Capabilitie
         sources={
             "training_precision": f"fp32 until native bf16 is confirmed: {SOURCE}",
             "distributed_backend": f"gloo until a native collective exists: {SOURCE}",
-            "device_map_auto": "Accelerate cannot enumerate new device types: explicit device",
+            "device_map_auto": (
+                "Accelerate cannot enumerate new device types: explicit device"
+            ),
         },
     )

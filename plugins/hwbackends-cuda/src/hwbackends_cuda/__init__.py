@@ -64,8 +64,16 @@ class CudaBackend(BaseBackend):
     # display controllers (0x03) or 3D/processing accelerators (0x12).
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("nvidia{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("nvidia{n}",)  # one device per node
+    # read_devices finds GPUs in the driver's /proc files and in WSL's files on their own
+    evidence_sources: ClassVar[tuple[str, ...]] = ("nvidia-proc", "wsl")
     driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
-    watch_paths: ClassVar[tuple[str, ...]] = ("proc/driver/nvidia/version",)
+    # the driver files read_devices reads (hwbackends_cuda._system)
+    watch_paths: ClassVar[tuple[str, ...]] = (
+        "proc/driver/nvidia/version",
+        "proc/driver/nvidia/gpus",
+        "usr/lib/wsl/lib",
+    )
     torch_flavour: ClassVar[str | None] = "cuda"
     install_hint: ClassVar[str] = lazy("hwbackends_cuda._probe", "INSTALL_HINT")
     distributed_backend: ClassVar[str] = "nccl"
@@ -76,11 +84,17 @@ class CudaBackend(BaseBackend):
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
-        if not found:
+        # The driver's files find GPUs on their own (a container without /sys/bus/pci), and so
+        # do WSL's; a machine with neither costs two stats.
+        import os
+
+        j = os.path.join
+        if not found and not (os.path.isdir(j(root, "proc/driver/nvidia/gpus"))
+                              or os.path.lexists(j(root, "dev/dxg"))):  # fmt: skip
             return found
         from . import _system
 
-        return _system.enrich(root, found)
+        return _system.read(root, found)
 
     def read_drivers(self, root: str) -> dict[str, str]:
         from . import _system

@@ -39,6 +39,12 @@ DRIVER_HINT = (
 )
 
 
+def _evidence(d: object) -> set[str]:
+    """The evidence sources that found a host device (``extra["evidence"]``)."""
+    ev = getattr(d, "extra", {}).get("evidence")
+    return {e for e in ev if isinstance(e, str)} if isinstance(ev, (list, tuple)) else set()
+
+
 def _names(host: Host, vendor: str, labels: list[str] | None = None) -> str:
     counts: dict[str, int] = {}
     devs = host.devices_of(vendor)
@@ -122,13 +128,24 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
     amd = host.devices_of("amd")
     nodes = [n for n in host.device_nodes if n.startswith("nvidia")]
     driver = host.drivers.get("nvidia")
-    loaded = driver is not None or bool(nodes)
+    # Bound: a GPU's PCI function names the nvidia driver (its driver link or uevent), or
+    # the driver's own files list it (/proc/driver/nvidia exists only while the module runs),
+    # or WSL's driver, which runs on the Windows side, exposes it.
+    bound = [d for d in gpus if d.extra.get("driver") == "nvidia"
+             or _evidence(d) & {"nvidia-proc", "wsl"}]  # fmt: skip
+    loaded = driver is not None or bool(nodes) or bool(bound)
     torch_issue = torch_build_problem(host, "cuda")
     ev: list[str] = []
     if gpus:
-        ev.append(f"{len(gpus)} NVIDIA GPU(s) on the PCI bus: {_names(host, 'nvidia', labels)}")
+        found_by = sorted({e for d in gpus for e in _evidence(d)})
+        ev.append(f"{len(gpus)} NVIDIA GPU(s) ({', '.join(found_by) or 'host file'}): "
+                  f"{_names(host, 'nvidia', labels)}")  # fmt: skip
     if driver is not None:
         ev.append(f"NVIDIA driver {driver or '(version not readable)'}")
+    elif bound:
+        via = {"driver link" for d in bound if d.extra.get("driver") == "nvidia"}
+        via |= {e for d in bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
+        ev.append(f"NVIDIA driver in use ({', '.join(sorted(via))}; version not read)")
     if nodes:
         ev.append("device nodes " + ", ".join("/dev/" + n for n in nodes[:4])
                   + (" …" if len(nodes) > 4 else ""))  # fmt: skip
@@ -162,8 +179,8 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
     hints: list[str] = []
     if describes_drivers(host) and not loaded:
         problems.append(
-            "the NVIDIA kernel driver is not loaded (no /proc/driver/nvidia/version, no "
-            "/dev/nvidia* nodes)"
+            "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "
+            "/proc/driver/nvidia/version, no /dev/nvidia* nodes)"
         )
         hints.append(DRIVER_HINT)
     cuda = host.torch.cuda if host.torch is not None else None

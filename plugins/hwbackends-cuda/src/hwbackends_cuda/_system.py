@@ -1,51 +1,133 @@
 """Reading the real machine's NVIDIA GPUs from the driver's files (no NVML, no CUDA).
 
-``/proc/driver/nvidia/gpus/<bus>/information`` gives each GPU's model and UUID, and
-``/proc/driver/nvidia/version`` the loaded driver (NVIDIA driver README, "Procfs interface").
-The core hands over the PCI functions this backend claims, in bus order, which is NVML's
-order.
+``/proc/driver/nvidia/gpus/<bus>/information`` gives each GPU's model, UUID and bus location,
+and ``/proc/driver/nvidia/version`` the loaded driver (NVIDIA driver README, "Procfs
+interface"). These files exist whenever the kernel module runs, also where ``/sys/bus/pci`` is
+hidden (LXD and some container runtimes): they find GPUs on their own. The core hands over the
+PCI functions this backend claims; both are merged by bus id and kept in bus order, which is
+NVML's order.
+
+Under WSL2 the Windows driver exposes GPUs through ``/dev/dxg`` and stubs its CUDA driver as
+``/usr/lib/wsl/lib/libcuda.so*`` (Microsoft, "GPU accelerated ML training in WSL"; NVIDIA,
+"CUDA on WSL User Guide"); no file says how many GPUs or which: one NVIDIA GPU of unknown model
+is all these files prove.
 """
 
 from __future__ import annotations
 
 import os
 
-from hwbackends.plugin import list_dir, read_text, replace
+from hwbackends.plugin import list_dir, normalise_bus_id, read_text, replace
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hwbackends import HostDevice
 
-__all__ = ["driver_version", "enrich"]
+__all__ = ["GPUS", "PROC", "WSL", "WSL_LIB", "driver_version", "enrich", "normalise_bus", "read"]
+
+GPUS = "proc/driver/nvidia/gpus"
+WSL_LIB = "usr/lib/wsl/lib"
+#: Evidence names (``HostDevice.extra["evidence"]``).
+PROC, WSL = "nvidia-proc", "wsl"
+#: A machine has at most a few dozen GPUs; a hostile /proc copy cannot make the reader read more.
+MAX_GPUS = 1024
 
 
-def enrich(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
-    """Model name and UUID from the driver's per-GPU ``information`` file."""
-    gpus = os.path.join(root, "proc/driver/nvidia/gpus")
+def normalise_bus(text: str) -> str | None:
+    """``domain:bus:device.function`` in sysfs's spelling (4-digit domain, lower case): the
+    driver writes ``0000:01:00.0``, nvidia-smi ``00000000:01:00.0``. None when malformed."""
+    return normalise_bus_id(text)
+
+
+def _bus_key(bus: str | None) -> tuple[int, ...]:
+    if bus is None:
+        return (1 << 40,)
+    domain, b, rest = bus.split(":")
+    dev, _, fn = rest.partition(".")
+    return (int(domain, 16), int(b, 16), int(dev, 16), int(fn, 16))
+
+
+def read_information(root: str) -> dict[str, dict[str, str]]:
+    """Bus id -> the fields of that GPU's ``information`` file."""
+    gpus = os.path.join(root, GPUS)
     info: dict[str, dict[str, str]] = {}
-    for bus in list_dir(gpus):
-        text = read_text(os.path.join(gpus, bus, "information")) or ""
+    for name in list_dir(gpus)[:MAX_GPUS]:
+        text = read_text(os.path.join(gpus, name, "information"), 4096)
+        if text is None:
+            continue
         fields = {}
         for line in text.splitlines():
             k, sep, v = line.partition(":")
             if sep:
                 fields[k.strip()] = v.strip()
-        info[bus.lower()] = fields
-    out = []
+        bus = normalise_bus(fields.get("Bus Location", "")) or normalise_bus(name)
+        if bus is not None:
+            info[bus] = fields
+    return info
+
+
+def _facts(fields: dict[str, str]) -> dict[str, str | None]:
+    uuid = fields.get("GPU UUID")
+    return {
+        "uuid": uuid if uuid and uuid.startswith("GPU-") else None,
+        "name": fields.get("Model") or None,
+    }
+
+
+def enrich(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
+    """Model name and UUID from the driver's per-GPU ``information`` file."""
+    return read(root, found)
+
+
+def read(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
+    """The NVIDIA GPUs: PCI functions enriched by the driver's files, plus GPUs only the driver's
+    files (or WSL's) show, in bus order."""
+    from hwbackends import HostDevice
+
+    info = read_information(root)
+    out: list[HostDevice] = []
+    seen: set[str] = set()
     for dev in found:
-        f = info.get(dev.pci_bus_id or "")
+        bus = normalise_bus(dev.pci_bus_id or "")
+        f = info.get(bus or "")
         if f is None:
             out.append(dev)
             continue
-        uuid = f.get("GPU UUID")
+        seen.add(bus or "")
+        facts = _facts(f)
+        ev = list(dev.extra.get("evidence", ()))
         out.append(
             replace(
                 dev,
-                uuid=uuid if uuid and uuid.startswith("GPU-") else None,
-                name=f.get("Model") or None,
+                uuid=facts["uuid"],
+                name=facts["name"],
+                extra={**dev.extra, "evidence": [*ev, PROC]},
             )
         )
+    for bus, f in info.items():
+        if bus in seen:
+            continue
+        facts = _facts(f)
+        minor = f.get("Device Minor", "")
+        extra: dict[str, object] = {"evidence": [PROC]}
+        if minor.isdigit() and len(minor) < 6:
+            extra["device_minor"] = int(minor)
+        out.append(
+            HostDevice(
+                vendor="nvidia", pci_bus_id=bus, uuid=facts["uuid"], name=facts["name"], extra=extra
+            )
+        )
+    out.sort(key=lambda d: _bus_key(normalise_bus(d.pci_bus_id or "")))
+    if not out and is_wsl_gpu(root):
+        out.append(HostDevice(vendor="nvidia", extra={"evidence": [WSL]}))
     return tuple(out)
+
+
+def is_wsl_gpu(root: str) -> bool:
+    """``/dev/dxg`` beside NVIDIA's ``libcuda.so`` stub in ``/usr/lib/wsl/lib``."""
+    if not os.path.lexists(os.path.join(root, "dev/dxg")):
+        return False
+    return any(n.startswith("libcuda.so") for n in list_dir(os.path.join(root, WSL_LIB)))
 
 
 def driver_version(root: str) -> str | None:

@@ -31,6 +31,7 @@ class HpuBackend(AcceleratorBackend):
     pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1DA3,)
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("hl{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("hl{n}",)  # one device per node
     driver_modules: ClassVar[tuple[str, ...]] = ("habanalabs",)
     visibility = GaudiModules()
     pci_models = lazy("hwbackends_hpu._facts", "PCI_MODELS")

@@ -31,6 +31,7 @@ class MluBackend(AcceleratorBackend):
     pci_vendor_ids: ClassVar[tuple[int, ...]] = (0xCABC,)
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("cambricon_dev{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("cambricon_dev{n}",)  # one device per node
     driver_modules: ClassVar[tuple[str, ...]] = ("cambricon_drv",)
     visibility = IndexList(
         "MLU_VISIBLE_DEVICES",

@@ -33,6 +33,7 @@ class NeuronBackend(AcceleratorBackend):
     pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1D0F,)
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("neuron{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("neuron{n}",)  # one device per node
     driver_modules: ClassVar[tuple[str, ...]] = ("neuron",)
     visibility = NeuronCores()
     pci_models = lazy("hwbackends_neuron._facts", "PCI_MODELS")

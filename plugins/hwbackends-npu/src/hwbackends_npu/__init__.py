@@ -33,6 +33,7 @@ class NpuBackend(AcceleratorBackend):
     pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x19E5,)
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("davinci{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("davinci{n}",)  # one device per node
     driver_modules: ClassVar[tuple[str, ...]] = ("drv_pcie_host",)
     visibility = AscendDevices()
     pci_models = lazy("hwbackends_npu._facts", "PCI_MODELS")

@@ -81,6 +81,8 @@ class RocmBackend(BaseBackend):
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12)
     device_nodes: ClassVar[tuple[str, ...]] = ("kfd",)
     driver_modules: ClassVar[tuple[str, ...]] = ("amdgpu",)
+    # read_devices finds GPUs in the KFD topology on its own (hwbackends_rocm._system)
+    evidence_sources: ClassVar[tuple[str, ...]] = ("kfd",)
     # the KFD topology folder the reader lists (hwbackends_rocm._system.NODES)
     watch_paths: ClassVar[tuple[str, ...]] = ("sys/class/kfd/kfd/topology/nodes",)
     torch_flavour: ClassVar[str | None] = "rocm"
@@ -91,7 +93,11 @@ class RocmBackend(BaseBackend):
     def read_devices(
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
-        if not found:
+        # The KFD topology finds GPUs on its own, also with no PCI folder (a container that
+        # mounts only part of /sys); a machine without it costs one stat.
+        import os
+
+        if not os.path.isdir(os.path.join(root, "sys/class/kfd/kfd/topology/nodes")):
             return found
         from . import _system
 

@@ -88,6 +88,12 @@ class Gpu:
         return f"{arch} ({what})"
 
 
+def _evidence(d: HostDevice) -> set[str]:
+    """The evidence sources that found a host device (``extra["evidence"]``)."""
+    ev = d.extra.get("evidence")
+    return {e for e in ev if isinstance(e, str)} if isinstance(ev, (list, tuple)) else set()
+
+
 def classify(host: Host, arch_of: Callable[[HostDevice], str | None] | None = None) -> list[Gpu]:
     amd = host.devices_of("amd")
     if not amd:
@@ -124,7 +130,11 @@ def probe(
     ignored = [g for g in gpus if not g.usable and not g.pre_gcn]
     nvidia = host.devices_of("nvidia")
     kfd = host.has_node("kfd")
-    amdgpu = "amdgpu" in host.drivers
+    # amdgpu runs: loaded as a module, bound to a GPU (its driver link or uevent), or its KFD
+    # topology lists the GPU (the topology exists only while amdgpu runs with KFD).
+    amdgpu = "amdgpu" in host.drivers or any(
+        g.device.extra.get("driver") == "amdgpu" or "kfd" in _evidence(g.device) for g in gpus
+    )
     torch_issue = torch_build_problem(host, "rocm")
     ev: list[str] = []
     if usable:

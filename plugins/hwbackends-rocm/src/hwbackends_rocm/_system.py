@@ -3,6 +3,13 @@
 ROCr enumerates GPUs in KFD node order, which is not always PCI order; each node's
 ``properties`` file gives the gfx target, the PCI location and the unique id
 (``/sys/class/kfd/kfd/topology/nodes/<n>/properties``, read by ROCR-Runtime's topology code).
+
+The topology is a source of devices on its own: it exists whenever amdgpu runs with KFD, also
+where ``/sys/bus/pci`` is absent or partial (containers, some VMs). A GPU node is one with
+SIMDs; older kernels write no ``gfx_target_version`` line, and then the node's ``device_id``
+still names the chip. A partitioned GPU (MI300X in CPX mode) has one node per partition: the
+kernel ORs the partition index into ``location_id``'s function bits (``kfd_topology.c``), and
+the partitions share the physical function's ``unique_id``.
 """
 
 from __future__ import annotations
@@ -15,9 +22,15 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hwbackends import HostDevice
 
-__all__ = ["NODES", "gfx_name", "order_by_kfd"]
+__all__ = ["EVIDENCE", "NODES", "gfx_name", "order_by_kfd", "read_nodes"]
 
 NODES = "sys/class/kfd/kfd/topology/nodes"
+#: The evidence name a device found in the KFD topology carries (``extra["evidence"]``).
+EVIDENCE = "kfd"
+#: The most topology nodes read: a real machine has a few dozen (64 MI300X partitions and
+#: two CPUs); a hostile tree with millions of folders must not stall the reader.
+MAX_NODES = 4096
+_PROPS_LIMIT = 1 << 14
 
 
 def gfx_name(version: int) -> str:
@@ -26,42 +39,97 @@ def gfx_name(version: int) -> str:
     return f"gfx{major}{minor:x}{step:x}"
 
 
+def _props(text: str) -> dict[str, int]:
+    props: dict[str, int] = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        v = v.strip()
+        if v.lstrip("-").isdigit() and len(v) < 24:
+            props[k] = int(v)
+    return props
+
+
+class Node:
+    """One GPU node of the KFD topology."""
+
+    __slots__ = ("bus", "function", "node", "props")
+
+    def __init__(self, node: int, props: dict[str, int]) -> None:
+        self.node, self.props = node, props
+        loc = props.get("location_id", 0)
+        domain = props.get("domain", 0)
+        self.function = loc & 0x7
+        # the physical function: a partition's index sits in the function bits (fixed below)
+        self.bus = f"{domain & 0xFFFF:04x}:{loc >> 8 & 0xFF:02x}:{loc >> 3 & 0x1F:02x}.{loc & 0x7}"
+
+
+def read_nodes(root: str) -> list[Node]:
+    """The topology's GPU nodes in node order, partitions mapped to their physical function."""
+    nodes_dir = os.path.join(root, NODES)
+    names = [n for n in list_dir(nodes_dir) if n.isdigit() and len(n) < 8]
+    out: list[Node] = []
+    for name in sorted(names, key=int)[:MAX_NODES]:
+        props = _props(read_text(os.path.join(nodes_dir, name, "properties"), _PROPS_LIMIT) or "")
+        # A CPU node has no SIMDs and no device id; a GPU node has SIMDs, a gfx target or a
+        # GPU device id (older kernels write no gfx_target_version line).
+        gpu = props.get("simd_count", 0) > 0 or props.get("gfx_target_version", 0) > 0
+        if not gpu and not (props.get("device_id", 0) > 0 and props.get("cpu_cores_count", 0) <= 0):
+            continue
+        out.append(Node(int(name), props))
+    # Partitions: several nodes of one unique_id on one bus and device, function bits counting
+    # up. They are one physical function (the lowest function of the group).
+    groups: dict[tuple[str, int], list[Node]] = {}
+    for n in out:
+        uid = n.props.get("unique_id", 0)
+        if uid:
+            groups.setdefault((n.bus[:-2], uid), []).append(n)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        base = min(m.function for m in members)
+        for m in members:
+            m.bus = f"{m.bus[:-2]}.{base}"
+    return out
+
+
 def order_by_kfd(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
-    """The GPUs in KFD node order, with arch and unique id; functions without a KFD node
-    (no driver bound) follow in PCI order."""
+    """The GPUs in KFD node order, with arch, unique id and device id; functions without a KFD
+    node (no driver bound) follow in PCI order. With no PCI function found, the topology's
+    nodes are the devices."""
     from hwbackends import HostDevice
 
-    nodes_dir = os.path.join(root, NODES)
-    kfd: list[tuple[int, str, dict[str, int]]] = []
-    for node in list_dir(nodes_dir):
-        if not node.isdigit():
-            continue
-        text = read_text(os.path.join(nodes_dir, node, "properties")) or ""
-        props: dict[str, int] = {}
-        for line in text.splitlines():
-            k, _, v = line.partition(" ")
-            if v.strip().lstrip("-").isdigit() and len(v.strip()) < 24:
-                props[k] = int(v)
-        if props.get("gfx_target_version", 0) == 0 or props.get("simd_count", 0) == 0:
-            continue  # a CPU node
-        loc = props.get("location_id", 0)
-        bus_id = (
-            f"{props.get('domain', 0):04x}:{loc >> 8 & 0xFF:02x}:{loc >> 3 & 0x1F:02x}.{loc & 0x7}"
-        )
-        kfd.append((int(node), bus_id, props))
-    if not kfd:
+    nodes = read_nodes(root)
+    if not nodes:
         return found
-    by_bus = {d.pci_bus_id: d for d in found}
+    by_bus = {(d.pci_bus_id or "").lower(): d for d in found}
+    per_bus: dict[str, int] = {}
+    for n in nodes:
+        per_bus[n.bus] = per_bus.get(n.bus, 0) + 1
+    used: set[str] = set()
     ordered: list[HostDevice] = []
-    for node_id, bus_id, props in sorted(kfd):
-        dev = by_bus.pop(bus_id, None) or HostDevice(vendor="amd", pci_bus_id=bus_id)
-        uid = props.get("unique_id")
+    seen: dict[str, int] = {}
+    for n in nodes:
+        p = n.props
+        dev = by_bus.get(n.bus) or HostDevice(vendor="amd", pci_bus_id=n.bus)
+        used.add(n.bus)
+        uid = p.get("unique_id")
+        gfx = p.get("gfx_target_version", 0)
+        did = p.get("device_id", 0)
+        mem = p.get("local_mem_size", 0)
+        evidence = list(dev.extra.get("evidence", ()))
+        extra = {**dev.extra, "kfd_node": n.node, "evidence": [*evidence, EVIDENCE]}
+        if per_bus[n.bus] > 1:  # one of several partitions of this physical function
+            extra["partition"] = seen.get(n.bus, 0)
+            seen[n.bus] = extra["partition"] + 1
         ordered.append(
             replace(
                 dev,
-                uuid=f"GPU-{uid:016x}" if uid else None,
-                arch=gfx_name(props["gfx_target_version"]),
-                extra={**dev.extra, "kfd_node": node_id},
+                uuid=f"GPU-{uid:016x}" if uid else dev.uuid,
+                arch=gfx_name(gfx) if gfx > 0 else dev.arch,
+                pci_device_id=f"0x{did:04x}" if 0 < did <= 0xFFFF else dev.pci_device_id,
+                memory_bytes=dev.memory_bytes if dev.memory_bytes is not None or mem <= 0 else mem,
+                extra=extra,
             )
         )
-    return tuple(ordered) + tuple(by_bus.values())
+    rest = tuple(d for d in found if (d.pci_bus_id or "").lower() not in used)
+    return tuple(ordered) + rest

@@ -31,6 +31,7 @@ class TpuBackend(AcceleratorBackend):
     pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1AE0,)
     pci_classes: ClassVar[tuple[int, ...]] = (0x03, 0x12, 0x0B, 0x08, 0x00, 0xFF)
     device_nodes: ClassVar[tuple[str, ...]] = ("accel{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("accel{n}",)  # one device per node
     visibility = TpuChips()
     pci_models = lazy("hwbackends_tpu._facts", "PCI_MODELS")
     # Google's vendor id also covers gVNIC and other virtual functions: only TPU ids count.

@@ -356,6 +356,7 @@ def test_a_second_plugin_for_the_same_cards_is_named_with_the_setting(
 
             class AltBackend(BaseBackend):
                 name = "acmealt"
+                api_version = 1
                 device_type = "acmealt"
                 vendor = "acmealt"
                 pci_vendor_ids = (0x1F2A,)

@@ -94,9 +94,8 @@ def test_a_full_stdout_is_a_clear_error_not_an_internal_one(
         (
             "HWBACKENDS_PLUGINS",
             "cdua",
-            "HWBACKENDS_PLUGINS names 'cdua', which is no backend (did you mean 'cuda'",
+            "HWBACKENDS_PLUGINS names 'cdua', none of which is installed here (did you mean 'cuda'",
         ),
-        ("HWBACKENDS_DISABLE", "nosuch", "HWBACKENDS_DISABLE names 'nosuch', which is no backend."),
         (
             "HWBACKENDS_STRICT",
             "maybe",
@@ -116,6 +115,14 @@ def test_typos_in_the_library_variables_are_refused(var: str, value: str, messag
     assert proc.returncode == 2, err
     assert err.startswith(f"hwbackends: error: {message}")
     assert "Fix: " in err and err.count("\n") == 1
+
+
+def test_an_absent_name_in_the_deny_list_is_a_warning_not_an_error() -> None:
+    proc = cli("env", "--host", TWO, "--json", HWBACKENDS_DISABLE="nosuch")
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert "HWBACKENDS_DISABLE names 'nosuch', which is no installed or known backend" in " ".join(
+        json.loads(proc.stdout)["warnings"]
+    )
 
 
 def test_known_switch_values_and_catalog_names_are_accepted() -> None:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
         BackendUnavailableError,
         HostFileError,
         HwBackendsError,
+        HwBackendsWarning,
         PluginError,
         QuantizationError,
         SettingsError,
@@ -50,6 +51,7 @@ __all__ = [
     "HostDevice",
     "HostFileError",
     "HwBackendsError",
+    "HwBackendsWarning",
     "Limitation",
     "PluginError",
     "Probe",
@@ -71,8 +73,8 @@ __all__ = [
 _WHERE = {
     "_base.errors": (
         "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "PluginError", "QuantizationError", "SettingsError", "UnsupportedSettingError",
-        "VisibilityError",
+        "HwBackendsWarning", "PluginError", "QuantizationError", "SettingsError",
+        "UnsupportedSettingError", "VisibilityError",
     ),
     "_machine.host": ("Host", "HostDevice", "TorchBuild"),
     "_base.protocol": (

@@ -210,13 +210,31 @@ def _devices_per_node(t: Target, nproc_per_node: int) -> list[str]:
     return problems
 
 
+def bad_variable_names(names: Sequence[str]) -> list[str]:
+    """The names that are not shell/POSIX environment variable names
+    (``[A-Za-z_][A-Za-z0-9_]*``), shown with ``repr``: a plugin declares them, and they are
+    printed unquoted (``NAME=value``, ``export NAME``, ``env -u NAME``)."""
+    bad = []
+    for n in names:
+        ok = (
+            isinstance(n, str)
+            and n.isascii()
+            and n[:1] != ""
+            and not n[0].isdigit()
+            and n.replace("_", "a").isalnum()
+        )
+        if not ok:
+            bad.append(repr(n)[:80])
+    return bad
+
+
 def parse_endpoint(endpoint: str) -> tuple[str, int]:
     """``HOST:PORT`` (``[v6addr]:PORT`` for IPv6) as ``(host, port)``; port 1–65535."""
     text = endpoint.strip()
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
-    ok = bool(sep and host and port.isdigit() and 1 <= int(port) <= 65535)
+    ok = bool(sep and host and port.isdigit() and len(port) <= 5 and 1 <= int(port) <= 65535)
     if not ok or any(c.isspace() for c in host) or (":" in host and "[" not in text):
         raise HwBackendsError(
             f"rendezvous endpoint {endpoint!r} is not HOST:PORT",
@@ -352,10 +370,26 @@ def launch_plan(
         from hwbackends.visibility import visibility_unset
 
         try:
-            node_env = t.backend.visibility_env(
-                [d.physical_index for d in used], host=t.host, env=t.env
+            from hwbackends._selection.registry import plugin_call
+
+            picked = [d.physical_index for d in used]
+            node_env = plugin_call(  # plugin code: under the guard, its result copied
+                t.name,
+                "visibility_env",
+                lambda: t.backend.visibility_env(picked, host=t.host, env=t.env),
+                dict,
+                passthrough=(VisibilityError,),
             )
             unset = tuple(k for k in visibility_unset(t.backend) if k not in node_env)
+            bad = bad_variable_names([*node_env, *unset])
+            if bad:
+                problems.append(
+                    f"the {t.name} plugin declares invalid environment variable names "
+                    f"({', '.join(bad)}); names are letters, digits and _ and do not start "
+                    "with a digit. This is the plugin's fault: update or report it. The plan "
+                    "pins no devices"
+                )
+                node_env, unset = {}, ()
         except VisibilityError as exc:  # e.g. tiles the runtime's variable cannot name alone
             problems.append(
                 f"the devices cannot be pinned with {t.name}'s visibility variables ({exc}); "
@@ -387,6 +421,8 @@ def launch_plan(
         )
 
     world = nproc_per_node * nnodes
+    # Every word is quoted: an endpoint such as `$(cmd):29500`, `*:29500` or `[fd00::1]:29500`
+    # must reach torchrun as written, never run a command or glob against the working folder.
     prefix = " ".join(f"{k}={shlex.quote(v)}" for k, v in node_env.items())
     if unset:
         prefix = f"env {' '.join('-u ' + k for k in unset)} {prefix}".rstrip()
@@ -409,12 +445,12 @@ def launch_plan(
         if nnodes > 1:
             tr.append(
                 f"--nnodes {nnodes} --node-rank {node_rank} --rdzv-backend c10d "
-                f"--rdzv-endpoint {shown}:{port}"
+                f"--rdzv-endpoint {shlex.quote(f'{shown}:{port}')}"
             )
             acc.append(f"--num_machines {nnodes} --machine_rank {node_rank}")
         else:
-            tr.append(f"--master-addr {shown} --master-port {port}")
-        acc.append(f"--main_process_ip {host_} --main_process_port {port}")
+            tr.append(f"--master-addr {shlex.quote(shown)} --master-port {port}")
+        acc.append(f"--main_process_ip {shlex.quote(host_)} --main_process_port {port}")
     torchrun = "" if slurm_only else " ".join(filter(None, [prefix, *tr, cmd]))
     accelerate = "" if slurm_only else " ".join(filter(None, [prefix, *acc, cmd]))
     sbatch, sbatch_tr = _sbatch_scripts(

@@ -10,12 +10,18 @@ __all__ = [
     "BackendUnavailableError",
     "HostFileError",
     "HwBackendsError",
+    "HwBackendsWarning",
     "PluginError",
     "QuantizationError",
     "SettingsError",
     "UnsupportedSettingError",
     "VisibilityError",
 ]
+
+
+class HwBackendsWarning(UserWarning):
+    """A setting or selection caveat the library warns about once per process (the CLI shows
+    them in its report instead)."""
 
 
 class HwBackendsError(Exception):

@@ -6,27 +6,42 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
 - **Time limit.** The call runs on a worker thread; the caller waits at most
   ``HWBACKENDS_TIMEOUT`` seconds (default 30; ``0`` runs the call inline with no limit). A
   call that does not return in time is a fault: the worker is abandoned (Python cannot stop a
-  thread) and the plugin reported broken. Workers are reused, so a selection costs one thread.
+  thread), the plugin reported broken, and nothing of that plugin (its ``owner``) is called
+  again in this process until ``hwbackends.reset()``. Workers are reused; an idle one exits
+  after ``_IDLE_S`` seconds, and at most ``_MAX_WORKERS`` run plugin code at once (more
+  callers wait for one: every call is bounded, so the wait is too).
 - **Any exception is the plugin's.** ``Exception``, ``SystemExit``, ``GeneratorExit``,
   ``KeyboardInterrupt`` raised *by plugin code* and custom ``BaseException`` subclasses become
-  a ``PluginFault``. A real Ctrl-C is delivered to the caller's thread, which is waiting, not
-  running plugin code, so it stops the program as usual.
-- **Environment writes are attributed, never guessed.** An audit hook (PEP 578 events
-  ``os.putenv`` / ``os.unsetenv``) records the writes made *by the thread running the plugin
-  call*, with each variable's value before. Writes by other threads of the application are
-  neither recorded nor undone, so a busy application never loses a write and a plugin is
-  never blamed for a race. After the call, a variable the plugin changed is put back only if
-  it still holds the plugin's value (a later write by anyone else wins), and the plugin is
-  reported broken.
+  a ``PluginFault``. The exception's message is read on the worker, under the time limit (its
+  ``__str__`` is plugin code too). A real Ctrl-C is delivered to the caller's thread, which is
+  waiting, not running plugin code, so it stops the program as usual.
+- **Environment writes are attributed, never guessed.** While plugin calls run (and only
+  then), ``os.putenv``/``os.unsetenv``, which ``os.environ`` writes through, are wrapped: each
+  write records which thread made it. The writes *of the thread running the plugin call* are
+  the plugin's; writes by other threads of the application are neither recorded as the
+  plugin's nor undone. After the call, a variable the plugin changed is put back only if
+  nobody wrote it since, atomically against application writes (both take one lock), and the
+  plugin is reported broken. What bypasses ``os.putenv`` is caught by comparing after the call:
+  ``os.environ``'s own mapping and the C environment (what CUDA reads), whenever
+  ``ctypes`` was loaded before the call (never imported here: it costs more than a
+  selection). A call abandoned
+  for hanging that writes later gets a ``PermissionError`` and its write does not happen.
+- **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
+  entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and
+  ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
+  changed them since, and reported as the plugin's fault.
 
-This module imports only builtins, so the selection path stays cheap.
+Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
+original function. This module imports only builtins, so the selection path stays cheap.
 """
 
 from __future__ import annotations
 
 import _thread
 import os
-import sys
+
+from hwbackends._base import envguard as _eg
+from hwbackends._base.envguard import _enter, _leave, _recorders, _State, _undo
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -35,24 +50,32 @@ if TYPE_CHECKING:
 
     _T = TypeVar("_T")
     _Writes = dict[str, list[str | None]]
-    # (failed, the value or the exception, its traceback, the env writes of the call)
-    _Outcome = tuple[bool, Any, str | None, _Writes]
 
 
 __all__ = [
     "DEFAULT_TIMEOUT",
+    "MIN_TIMEOUT",
     "PluginFault",
     "ResultError",
     "call",
     "call_many",
     "describe",
+    "forget_hung",
+    "late_writes",
+    "plain",
+    "refuse_nested",
     "running_plugin_code",
     "timeout_from",
 ]
 
 #: Seconds a single plugin call may take before it is reported as hanging.
 DEFAULT_TIMEOUT = 30.0
+#: The smallest limit accepted: below it not even a thread hand-off fits, and every plugin
+#: would be reported hanging.
+MIN_TIMEOUT = 0.01
 _MAX_TEXT = 500  # characters of a plugin's exception message kept in a report
+_IDLE_S = 10.0  # an idle worker thread exits after this many seconds
+_MAX_WORKERS = 32  # workers running plugin code at once; abandoned ones do not count
 
 
 class ResultError(TypeError):
@@ -76,126 +99,135 @@ def timeout_from(env: Mapping[str, str]) -> float:
     if raw.lower() in ("0", "off", "none"):
         return 0.0
     try:
-        value = float(raw)
+        value = float(raw) if len(raw) < 40 else -1.0
     except ValueError:
         value = -1.0
-    if not 0 < value < 1e6:  # also refuses nan and inf
-        from hwbackends._base.errors import HwBackendsError
+    from hwbackends._base.errors import HwBackendsError
 
+    if not 0 < value < 1e6:  # also refuses nan and inf
         raise HwBackendsError(
-            f"HWBACKENDS_TIMEOUT={raw!r} is not a number of seconds",
+            f"HWBACKENDS_TIMEOUT={raw[:40]!r} is not a number of seconds",
             "a positive number of seconds, or 0 / off for no limit",
+            "set HWBACKENDS_TIMEOUT=30 (the default) or unset it",
+        )
+    if value < MIN_TIMEOUT:
+        raise HwBackendsError(
+            f"HWBACKENDS_TIMEOUT={raw!r} is too small for any plugin call to finish in "
+            "(a thread hand-off alone can take 5 ms)",
+            f"at least {MIN_TIMEOUT:g} seconds, or 0 / off for no limit",
             "set HWBACKENDS_TIMEOUT=30 (the default) or unset it",
         )
     return value
 
 
 def describe(exc: BaseException) -> str:
-    """``Type: message`` of a plugin's exception, even when its ``__str__`` misbehaves."""
+    """``Type: message`` of a plugin's exception, even when its ``__str__`` misbehaves.
+
+    Runs plugin code (the exception's ``__str__``): call it where plugin code may run."""
+    name = type.__dict__["__name__"].__get__(type(exc))  # the real name, not a metaclass's
     try:
-        text = str(exc)
+        text = plain(str(exc))
     except BaseException:  # a hostile __str__ must not escape either
         text = "<the exception's message could not be read>"
     if len(text) > _MAX_TEXT:
         text = text[:_MAX_TEXT] + "…"
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+    return f"{name}: {text}" if text else name
 
 
-# -- environment-write attribution ---------------------------------------------------------
+def plain(v: Any) -> Any:
+    """An exact builtin copy of a plugin's value (``str``, ``int``, ``float``, ``bool``,
+    ``None``, and tuples, lists, dicts and frozensets of them); ``ResultError`` otherwise.
 
-# thread ident -> {variable: [value before the call, value the plugin left]} for the threads
-# running a plugin call right now; empty almost always, which is all the hook checks.
-_recorders: dict[int, _Writes] = {}
-_hook_installed = False
+    A ``str`` subclass's ``__format__``/``__str__`` is plugin code: copied with
+    ``str.__str__``, the value that leaves the guard has none of its methods."""
+    t = type(v)
+    if t is str or t is int or t is bool or t is float or v is None:
+        return v
+    if isinstance(v, str):
+        return str.__str__(v)
+    if isinstance(v, int):
+        return int.__int__(v)
+    if isinstance(v, float):
+        return float.__float__(v)
+    if isinstance(v, tuple):
+        return tuple([plain(x) for x in tuple.__iter__(v)])
+    if isinstance(v, list):
+        return [plain(x) for x in list.__iter__(v)]
+    if isinstance(v, frozenset):
+        return frozenset([plain(x) for x in frozenset.__iter__(v)])
+    if isinstance(v, dict):
+        return {plain(k): plain(x) for k, x in dict.items(v)}
+    raise ResultError(f"a {t.__name__} where a plain value (str, int, tuple...) was expected")
 
 
-def _text(v: object) -> str:
-    return os.fsdecode(v) if isinstance(v, bytes) else str(v)
+# -- running one call ----------------------------------------------------------------------
 
 
-def _audit(event: str, args: tuple[Any, ...]) -> None:
-    if not _recorders:
-        return
-    if event != "os.putenv" and event != "os.unsetenv":
-        return
-    rec = _recorders.get(_thread.get_ident())
-    if rec is None:
-        return  # another thread of the application: not ours to judge
+class _Outcome:
+    """One finished call: its value or exception, read on the thread that ran it."""
+
+    __slots__ = ("edits", "exc_type", "failed", "ident", "tb", "text", "value", "writes")
+
+    def __init__(self, ident: int) -> None:
+        self.ident = ident
+        self.failed = False
+        self.value: Any = None
+        self.exc_type: type | None = None
+        self.text = ""
+        self.tb: str | None = None
+        self.writes: _Writes = {}
+        self.edits: list[str] = []
+
+
+_running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
+
+
+def _run(fn: Callable[[], Any], deadline: float) -> _Outcome:
+    ident = _thread.get_ident()
+    out = _Outcome(ident)
+    outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
+    state = _State() if outer is None else None
+    _recorders[ident] = out.writes
+    _running[ident] = deadline
     try:
-        key = _text(args[0])
-        new = _text(args[1]) if event == "os.putenv" else None
-        entry = rec.get(key)
-        if entry is None:
-            # the audit event fires before os.environ's mapping is updated: this is the old value
-            rec[key] = [os.environ.get(key), new]
-        else:
-            entry[1] = new
-    except Exception:
-        pass  # an audit hook must never break the write it observes
-
-
-def _install_hook() -> None:
-    global _hook_installed
-    _hook_installed = True
-    # another hook may veto adding hooks: then writes go undetected, nothing else changes
-    try:  # noqa: SIM105 - contextlib is not imported on the selection path
-        sys.addaudithook(_audit)
-    except Exception:
-        pass
-
-
-def _undo(writes: _Writes) -> list[str]:
-    """Put back what the plugin changed, where nobody has written since; the names changed."""
-    changed = []
-    for key, (before, after) in writes.items():
-        if before == after:
-            continue
-        changed.append(key)
-        env = os.environ
+        out.value = fn()
+    except BaseException as exc:  # everything plugin code raises is the plugin's
+        out.failed = True
+        out.value = exc
+        out.exc_type = type(exc)
+        out.text = describe(exc)  # here: its __str__ is plugin code, under the time limit
         try:
-            if env.get(key) != after:
-                continue  # written again since, by someone else: theirs stands
-            if before is None:
-                env.pop(key, None)
-            else:
-                env[key] = before
-        except Exception:
-            pass
-    return sorted(changed)
+            import traceback
+
+            out.tb = plain(traceback.format_exc())
+        except BaseException:
+            out.tb = None
+    finally:
+        if outer is None:
+            _recorders.pop(ident, None)
+            _running.pop(ident, None)
+        else:
+            _recorders[ident] = outer
+    if state is not None:
+        try:
+            out.edits = state.edits(out.writes, ident)
+        except Exception:  # pragma: no cover - a comparison must never fail the call
+            out.edits = []
+    return out
 
 
 # -- the worker threads --------------------------------------------------------------------
 
-
-def _run(fn: Callable[[], Any]) -> _Outcome:
-    ident = _thread.get_ident()
-    writes: _Writes = {}
-    outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
-    _recorders[ident] = writes
-    try:
-        return (False, fn(), None, writes)
-    except BaseException as exc:  # everything plugin code raises is the plugin's
-        import traceback
-
-        try:
-            tb = traceback.format_exc()
-        except BaseException:
-            tb = None
-        return (True, exc, tb, writes)
-    finally:
-        if outer is None:
-            _recorders.pop(ident, None)
-        else:
-            _recorders[ident] = outer
-
-
 _plugin_threads: set[int] = set()  # idents of the worker threads (plugin code runs there)
 _idle: list[_Worker] = []
 _pool_lock = _thread.allocate_lock()
+_slots = _thread.allocate_lock()  # guards _busy
+_busy = 0  # workers running plugin code now (abandoned ones excluded)
+_hung: dict[str, str] = {}  # owner -> why it is not called again until reset()
 
 
 class _Worker:
-    __slots__ = ("abandoned", "done", "go", "job", "out")
+    __slots__ = ("abandoned", "done", "go", "ident", "job", "out")
 
     def __init__(self) -> None:
         # threading must be imported by the caller's thread first: imported first by plugin
@@ -207,35 +239,88 @@ class _Worker:
         self.done = _thread.allocate_lock()
         self.done.acquire()
         self.job: Callable[[], Any] | None = None
-        self.out: _Outcome | None = None
+        self.out: Any = None
         self.abandoned = False
+        self.ident = 0
         _thread.start_new_thread(self._loop, ())
 
     def _loop(self) -> None:
-        _plugin_threads.add(_thread.get_ident())
-        while True:
-            self.go.acquire()
-            job = self.job
-            if job is None:
-                return
-            self.out = _run(job)
-            self.done.release()
-            if self.abandoned:
-                return  # its caller gave up on it: nobody will hand it work again
+        self.ident = ident = _thread.get_ident()
+        _plugin_threads.add(ident)
+        try:
+            while True:
+                if not self.go.acquire(True, _IDLE_S):
+                    with _pool_lock:
+                        if self in _idle:  # nobody took it meanwhile: the pool shrinks
+                            _idle.remove(self)
+                            return
+                    self.go.acquire()  # taken just now: its job is coming
+                job = self.job
+                if job is None:
+                    return
+                self.out = job()
+                self.done.release()
+                if self.abandoned:
+                    what = _eg._abandoned.get(ident, "a plugin call")
+                    edits = getattr(self.out, "edits", None)
+                    if edits and len(_eg._late) < 64:
+                        _eg._late.append(f"{what}, abandoned for hanging, {'; '.join(edits)}")
+                    return  # its caller gave up on it: nobody will hand it work again
+        finally:
+            _plugin_threads.discard(ident)
+            if _eg._abandoned.pop(ident, None) is not None:
+                _leave()
 
 
 def _take() -> _Worker:
+    global _busy
+    while True:
+        with _slots:
+            if _busy < _MAX_WORKERS:
+                _busy += 1
+                break
+        # every busy worker is bounded by its caller's limit: a slot frees soon
+        import time
+
+        time.sleep(0.001)
     with _pool_lock:
         if _idle:
             return _idle.pop()
     return _Worker()
 
 
+def _release_slot() -> None:
+    global _busy
+    with _slots:
+        _busy -= 1
+
+
 def _give_back(w: _Worker) -> None:
     w.job = None
     w.out = None
+    _release_slot()
     with _pool_lock:
         _idle.append(w)
+
+
+def _abandon(w: _Worker, what: str) -> list[str]:
+    """Give up on a worker past its limit: what it wrote so far is undone (the names), its
+    later writes are refused, and the writers stay wrapped until its call ends."""
+    w.abandoned = True
+    _release_slot()
+    if not w.ident:
+        return []  # pragma: no cover - a worker sets its ident before it takes a job
+    _enter()  # left when the abandoned call returns, if ever
+    with _eg._env_lock:
+        _eg._abandoned[w.ident] = what
+        writes = _recorders.get(w.ident)
+        return _undo(dict(writes), w.ident) if writes else []
+
+
+def _monotonic() -> float:
+    from time import monotonic
+
+    return monotonic()
 
 
 def call(
@@ -244,36 +329,46 @@ def call(
     *,
     timeout: float | None = None,
     passthrough: tuple[type[BaseException], ...] = (),
+    owner: str | None = None,
 ) -> _T:
     """Run plugin code ``fn``; raise ``PluginFault`` for any failure, hang or env edit.
 
     ``what`` names the call in messages (``"acme.probe()"``). ``timeout`` defaults to
     ``HWBACKENDS_TIMEOUT`` from ``os.environ``. ``passthrough`` exceptions propagate as they are.
+    ``owner`` (a backend's name or entry point) is not called again once one of its calls hung.
     """
-    if not _hook_installed:
-        _install_hook()
     limit = timeout_from(os.environ) if timeout is None else timeout
-    inline = limit <= 0 or _thread.get_ident() in _plugin_threads
-    out: _Outcome | None
-    if inline:  # no limit asked, or plugin code calling back into hwbackends
-        out = _run(fn)
-    else:
-        w = _take()
-        w.job = fn
-        w.go.release()
-        try:
-            finished = w.done.acquire(True, limit)
-        except BaseException:  # a real Ctrl-C while waiting: the program stops, the worker is left
-            w.abandoned = True
-            raise
-        if not finished:
-            w.abandoned = True
-            raise _hung(what, limit)
-        out = w.out
-        _give_back(w)
-    if out is None:  # pragma: no cover - the worker always sets it before releasing done
-        raise PluginFault(f"{what} gave no result")
-    return _settle(what, out, inline=inline, limit=limit, passthrough=passthrough)  # type: ignore[no-any-return]
+    if owner is not None and owner in _hung:
+        raise PluginFault(_hung[owner])
+    ident = _thread.get_ident()
+    # no limit asked, or called from plugin code (a worker, or an inline call with no limit,
+    # such as the built-in cpu's): the enclosing call's limit covers it
+    inline = limit <= 0 or ident in _plugin_threads or ident in _recorders
+    _enter()
+    try:
+        if inline:
+            out = _run(fn, _monotonic() + DEFAULT_TIMEOUT)
+        else:
+            w = _take()
+            w.job = partial_run(fn, _monotonic() + limit)
+            w.go.release()
+            try:
+                finished = w.done.acquire(True, limit)
+            except BaseException:  # a real Ctrl-C while waiting: the program stops
+                _abandon(w, what)
+                raise
+            if not finished:
+                undone = _abandon(w, what)
+                raise _hung_fault(what, limit, owner, undone)
+            out = w.out
+            _give_back(w)
+        return _settle(what, out, inline=inline, limit=limit, passthrough=passthrough)  # type: ignore[no-any-return]
+    finally:
+        _leave()
+
+
+def partial_run(fn: Callable[[], Any], deadline: float) -> Callable[[], _Outcome]:
+    return lambda: _run(fn, deadline)
 
 
 def _settle(
@@ -284,103 +379,148 @@ def _settle(
     limit: float,
     passthrough: tuple[type[BaseException], ...] = (),
 ) -> Any:
-    """The value of one finished call, or the ``PluginFault`` that says what went wrong."""
-    failed, value, tb, writes = out
-    # hwbackends' own undo must not count as a write of an enclosing plugin call
-    ident = _thread.get_ident()
-    enclosing = _recorders.pop(ident, None)
-    try:
-        changed = _undo(writes)
-    finally:
-        if enclosing is not None:
-            _recorders[ident] = enclosing
-    if failed:
-        if isinstance(value, passthrough):
-            raise value
-        if isinstance(value, PluginFault):  # raised by hwbackends' own checks inside the call
-            raise value
-        if inline and isinstance(value, KeyboardInterrupt) and limit <= 0:
-            raise value  # inline, a Ctrl-C cannot be told from the plugin's own: let it stop us
-        if isinstance(value, ResultError):
-            raise PluginFault(describe(value).partition(": ")[2], None)
-        raise PluginFault(f"{what} raised {describe(value)}", tb)
+    """The value of one finished call, or the ``PluginFault`` that says what went wrong.
+
+    Runs no plugin code: the exception's type and text were read on the plugin's thread, and
+    classes are compared with ``issubclass`` on the real type (not ``isinstance``, which would
+    read a ``__class__`` the plugin may define)."""
+    changed = _undo(out.writes, out.ident)
+    if out.failed:
+        t = out.exc_type or BaseException
+        if passthrough and issubclass(t, passthrough):
+            raise out.value
+        if issubclass(t, PluginFault):  # raised by hwbackends' own checks inside the call
+            raise out.value
+        if inline and issubclass(t, KeyboardInterrupt) and limit <= 0:
+            raise out.value  # inline, a Ctrl-C cannot be told from the plugin's own
+        if issubclass(t, ResultError):
+            raise PluginFault(out.text.partition(": ")[2], None)
+        raise PluginFault(f"{what} raised {out.text}", out.tb)
+    problems = []
     if changed:
+        problems.append(f"changed os.environ ({', '.join(changed)})")
+    problems.extend(out.edits)
+    if problems:
         raise PluginFault(
-            f"{what} changed os.environ ({', '.join(changed)}); a plugin must not edit the "
-            "environment of the process that imports or probes it"
+            f"{what} {'; '.join(problems)}; a plugin must not change the environment or "
+            "process-wide state of the process that imports or probes it"
         )
-    return value
+    return out.value
 
 
 def call_many(
-    jobs: Sequence[tuple[str, Callable[[], Any]]], *, timeout: float | None = None
+    jobs: Sequence[tuple[str, Callable[[], Any]] | tuple[str, Callable[[], Any], str | None]],
+    *,
+    timeout: float | None = None,
 ) -> list[tuple[bool, Any]]:
     """Several plugin calls on one worker, each with its own time limit: one thread hand-off
     for the lot instead of one per call (a hand-off can wait for the interpreter's switch
-    interval in a busy process). Returns ``(True, value)`` or ``(False, PluginFault)`` per job,
-    in order; a call that hangs is abandoned with its worker and the rest go to a new one."""
+    interval in a busy process). A job is ``(what, fn)`` or ``(what, fn, owner)``. Returns
+    ``(True, value)`` or ``(False, PluginFault)`` per job, in order; a call that hangs is
+    abandoned with its worker and the rest go to a new one."""
     limit = timeout_from(os.environ) if timeout is None else timeout
     results: list[tuple[bool, Any]] = []
-    if limit <= 0 or _thread.get_ident() in _plugin_threads or len(jobs) < 2:
-        for what, fn in jobs:
+
+    def owner_of(job: Sequence[Any]) -> str | None:
+        return job[2] if len(job) > 2 else None
+
+    ident = _thread.get_ident()
+    if limit <= 0 or ident in _plugin_threads or ident in _recorders or len(jobs) < 2:
+        for job in jobs:
             try:
-                results.append((True, call(what, fn, timeout=limit)))
+                results.append((True, call(job[0], job[1], timeout=limit, owner=owner_of(job))))
             except PluginFault as fault:
                 results.append((False, fault))
         return results
-    if not _hook_installed:
-        _install_hook()
     from time import monotonic
 
-    while len(results) < len(jobs):
-        batch = jobs[len(results) :]
-        progress = [0, monotonic()]  # the job running now, and when it started
-        outcomes: list[_Outcome] = []
-
-        # bound as defaults: an abandoned worker still running an earlier batch writes only
-        # into that batch's lists, never into this one's
-        def run_batch(
-            batch: Sequence[tuple[str, Callable[[], Any]]] = batch,
-            progress: list[Any] = progress,
-            outcomes: list[_Outcome] = outcomes,
-        ) -> None:
-            for k, (_what, fn) in enumerate(batch):
-                progress[0], progress[1] = k, monotonic()
-                outcomes.append(_run(fn))
-
-        w = _take()
-        w.job = run_batch
-        w.go.release()
-        try:
-            while True:
-                k, started = progress
-                if w.done.acquire(True, max(started + limit - monotonic(), 0.001)):
+    _enter()
+    try:
+        while len(results) < len(jobs):
+            job = jobs[len(results)]
+            owner = owner_of(job)
+            if owner is not None and owner in _hung:
+                results.append((False, PluginFault(_hung[owner])))
+                continue
+            batch = []
+            for job in jobs[len(results) :]:
+                if owner_of(job) is not None and owner_of(job) in _hung:
                     break
-                if progress[0] == k and monotonic() - progress[1] >= limit:
-                    break  # job k has run past its limit
-        except BaseException:  # a real Ctrl-C while waiting
-            w.abandoned = True
-            raise
-        settled = list(outcomes)  # a worker past its limit may still append: judge this copy
-        finished = len(settled) == len(batch)
-        for (what, _fn), out in zip(batch, settled, strict=False):
+                batch.append(job)
+            progress = [0, monotonic()]  # the job running now, and when it started
+            outcomes: list[_Outcome] = []
+
+            # bound as defaults: an abandoned worker still running an earlier batch writes
+            # only into that batch's lists, never into this one's
+            def run_batch(
+                batch: Sequence[Any] = batch,
+                progress: list[Any] = progress,
+                outcomes: list[_Outcome] = outcomes,
+            ) -> None:
+                for k, job in enumerate(batch):
+                    progress[0], progress[1] = k, monotonic()
+                    outcomes.append(_run(job[1], progress[1] + limit))
+
+            w = _take()
+            w.job = run_batch
+            w.go.release()
             try:
-                results.append((True, _settle(what, out, inline=False, limit=limit)))
-            except PluginFault as fault:
-                results.append((False, fault))
-        if finished:
-            _give_back(w)
-        else:
-            w.abandoned = True
-            results.append((False, _hung(batch[len(settled)][0], limit)))
-    return results
+                while True:
+                    k, started = progress
+                    if w.done.acquire(True, max(started + limit - monotonic(), 0.001)):
+                        break
+                    if progress[0] == k and monotonic() - progress[1] >= limit:
+                        break  # job k has run past its limit
+            except BaseException:  # a real Ctrl-C while waiting
+                _abandon(w, batch[int(progress[0])][0])
+                raise
+            settled = list(outcomes)  # a worker past its limit may still append: this copy
+            finished = len(settled) == len(batch)
+            undone: list[str] = []
+            if not finished:
+                undone = _abandon(w, batch[len(settled)][0])
+            for job, out in zip(batch, settled, strict=False):
+                try:
+                    results.append((True, _settle(job[0], out, inline=False, limit=limit)))
+                except PluginFault as fault:
+                    results.append((False, fault))
+            if finished:
+                _give_back(w)
+            else:
+                job = batch[len(settled)]
+                results.append((False, _hung_fault(job[0], limit, owner_of(job), undone)))
+        return results
+    finally:
+        _leave()
 
 
-def _hung(what: str, limit: float) -> PluginFault:
-    return PluginFault(
-        f"{what} did not return within {limit:g} s and was abandoned (it may hang); "
+def _hung_fault(
+    what: str, limit: float, owner: str | None, undone: list[str] | None = None
+) -> PluginFault:
+    wrote = f"; its writes to {', '.join(undone)} were undone" if undone else ""
+    fault = PluginFault(
+        f"{what} did not return within {limit:g} s and was abandoned (it may hang){wrote}; "
         "raise HWBACKENDS_TIMEOUT if it is only slow"
     )
+    if owner is not None:
+        _hung[owner] = (
+            f"{what} did not return within {limit:g} s earlier in this process; the plugin is "
+            "not called again until hwbackends.reset() (raise HWBACKENDS_TIMEOUT if it is "
+            "only slow)"
+        )
+    return fault
+
+
+def forget_hung() -> None:
+    """Let plugins that hung be called again (``hwbackends.reset``)."""
+    _hung.clear()
+
+
+def late_writes() -> list[str]:
+    """Environment writes refused to abandoned calls since the last ask (then forgotten)."""
+    out = list(_eg._late)
+    del _eg._late[: len(out)]
+    return out
 
 
 def running_plugin_code() -> bool:
@@ -389,14 +529,55 @@ def running_plugin_code() -> bool:
     return ident in _plugin_threads or ident in _recorders
 
 
+def refuse_nested() -> None:
+    """Plugin code asking for the selection while it is being selected would wait for itself
+    (the selection lock is held by the caller it runs for): refuse at once instead."""
+    if running_plugin_code():
+        from hwbackends._base.errors import PluginError
+
+        raise PluginError(
+            "a plugin called hwbackends.current() / explain() from its own code (its import, "
+            "probe or another hook), while hwbackends was selecting a backend",
+            "plugin code that does not ask hwbackends for the selection it is part of",
+            "remove the call from the plugin: a plugin is given the host and environment it "
+            "needs as arguments",
+        )
+
+
+# -- fork ----------------------------------------------------------------------------------
+
+
+def _before_fork() -> None:
+    # Wait (bounded by each call's own limit) until no other thread runs plugin code: a fork
+    # in the middle of a plugin's import would leave the child with that module's import lock
+    # held by a thread that does not exist there, or a half-initialised module.
+    ident = _thread.get_ident()
+    if ident in _plugin_threads or ident in _recorders:
+        return  # plugin code forking: it cannot wait for itself
+    import time
+
+    while True:
+        now = time.monotonic()
+        waiting = [
+            t for t, deadline in list(_running.items()) if t != ident and deadline > now
+            and t not in _eg._abandoned
+        ]  # fmt: skip
+        if not waiting:
+            return
+        time.sleep(0.002)
+
+
 def _after_fork_in_child() -> None:
     # Only the forking thread survives: workers and their locks belong to the parent.
-    global _pool_lock
+    global _pool_lock, _slots, _busy
     _pool_lock = _thread.allocate_lock()
+    _slots = _thread.allocate_lock()
+    _busy = 0
     _idle.clear()
     _plugin_threads.clear()
-    _recorders.clear()
+    _running.clear()
+    _eg.reset_after_fork()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

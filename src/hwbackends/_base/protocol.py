@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
-from hwbackends._base.guard import ResultError
+from hwbackends._base.guard import ResultError, plain
 from hwbackends._base.record import field, frozen
 from hwbackends._version import API_VERSION
 
@@ -352,10 +352,10 @@ def checked(value: object, cls: type[_T], what: str) -> _T:
         element = _ELEMENTS.get(name) if cls is Capabilities else None
         if element is not None:
             v = tuple(checked(x, element, what) for x in v)
-        elif isinstance(v, Mapping):
-            v = dict(v)
-        elif isinstance(v, tuple):
-            v = tuple(v)
+        else:
+            # an exact builtin copy: a str subclass's __format__/__str__ is plugin code and
+            # must not leave the guard with the value
+            v = plain(dict(v) if isinstance(v, Mapping) else v)
         fields[name] = v
     if bad:
         raise ResultError(

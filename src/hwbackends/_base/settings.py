@@ -117,13 +117,37 @@ def _choice(v: str | None, name: str) -> str:
 
 
 def unknown_settings(env: Mapping[str, str]) -> list[str]:
-    """A misspelled HWBACKENDS_* variable is otherwise ignored without a word."""
+    """A misspelled HWBACKENDS_* variable is otherwise ignored without a word. Matched without
+    regard to case, and with the S forgotten: ``hwbackends_backend``, ``HWBACKEND_BACKEND``."""
     out = []
-    for key in sorted(k for k in env if k.startswith("HWBACKENDS_") and k not in SETTINGS_VARS):
-        near = close_matches(key, SETTINGS_VARS)
+    for key in sorted(env):
+        up = key.upper()
+        if key in SETTINGS_VARS or not up.startswith(("HWBACKENDS_", "HWBACKEND_")):
+            continue
+        if up in SETTINGS_VARS:
+            near = f" (did you mean {up!r}? the names are upper case)"
+        else:
+            near = close_matches(up, SETTINGS_VARS)
         known = near or f" (the variables are {', '.join(SETTINGS_VARS)})"
-        out.append(f"{key} is not a hwbackends variable and is ignored{known}")
+        out.append(f"{key[:60]} is not a hwbackends variable and is ignored{known}")
     return out
+
+
+_warned: set[str] = set()
+
+
+def warn_once(messages: Iterable[str]) -> None:
+    """Each message as one Python warning per process (``HwBackendsWarning``)."""
+    new = [m for m in messages if m not in _warned]
+    if not new:
+        return
+    import warnings
+
+    from hwbackends._base.errors import HwBackendsWarning
+
+    for m in new:
+        _warned.add(m)
+        warnings.warn(m, HwBackendsWarning, stacklevel=4)
 
 
 def close_matches(name: str, names: Iterable[str]) -> str:

@@ -18,9 +18,16 @@ from __future__ import annotations
 
 import os
 
+from hwbackends._base.errors import BackendNotFoundError
+from hwbackends._base.files import normalize_dist_name
+from hwbackends._base.settings import close_matches
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping, Sequence
+
+    from hwbackends._base.settings import Settings
+    from hwbackends._discovery.scan import EntryPointSpec
 
 __all__ = [
     "KNOWN_FUNCTIONS",
@@ -28,6 +35,7 @@ __all__ = [
     "KNOWN_PLUGINS",
     "KnownFunction",
     "KnownPlugin",
+    "check_listed_names",
     "install_command",
     "known_for",
     "known_function",
@@ -284,3 +292,42 @@ def core_checkout(path: list[str] | None = None) -> str | None:
         folder = unquote(urlparse(url).path)
         return folder if os.path.isdir(os.path.join(folder, "plugins")) else None
     return None
+
+
+def check_listed_names(
+    settings: Settings, installed: Mapping[str, Sequence[EntryPointSpec]]
+) -> list[str]:
+    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name plugins this machine lacks: a
+    cluster-wide setting names plugins some nodes do not have, and must not fail their jobs.
+    A name that is neither installed nor a known plugin is ignored with a warning (a typo,
+    with the close matches); only an allow-list of which nothing is installed is refused,
+    because then the setting cannot mean anything here."""
+    names = set(installed)
+    dists = {s.dist for specs in installed.values() for s in specs}
+    known = {k.backend for k in KNOWN_PLUGINS} | {k.distribution for k in KNOWN_PLUGINS}
+    out: list[str] = []
+    for var, names_listed in (
+        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
+        ("HWBACKENDS_DISABLE", settings.deny),
+    ):
+        for name in sorted(names_listed):
+            if name in names or name in dists or name in known:
+                continue
+            if normalize_dist_name(name) in dists or normalize_dist_name(name) in known:
+                continue
+            out.append(
+                f"{var} names {name[:60]!r}, which is no installed or known backend"
+                f"{close_matches(name, names | known)}; ignored"
+            )
+    allow = settings.allow
+    if allow and not any(
+        n in names or n in dists or normalize_dist_name(n) in dists for n in allow
+    ):
+        raise BackendNotFoundError(
+            f"HWBACKENDS_PLUGINS names {', '.join(map(repr, sorted(allow)))[:200]}, "
+            f"none of which is installed here{close_matches(sorted(allow)[0], names)}",
+            f"at least one installed backend name from {', '.join(sorted(names))}",
+            "correct HWBACKENDS_PLUGINS, install the plugin it names, or unset it "
+            "(`hwbackends plugins` lists the installed ones)",
+        )
+    return out

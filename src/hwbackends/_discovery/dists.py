@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from hwbackends._base.files import _listdir, normalize_dist_name
+from hwbackends._base.files import _listdir, _read_text, normalize_dist_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,15 +63,15 @@ def _scan_dist_infos(path: Iterable[str]) -> Iterator[tuple[str, str, str]]:
 def _metadata_version(info_dir: str) -> str:
     """Version from METADATA / PKG-INFO, for folders whose name carries none."""
     for meta in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(info_dir, meta), encoding="utf-8", errors="replace") as f:
-                for line in f:
-                    if line.startswith("Version:"):
-                        return line[len("Version:") :].strip()
-                    if not line.strip():
-                        break
-        except OSError:
+        # bounded and non-blocking: a FIFO planted on sys.path must not hang discovery
+        text = _read_text(os.path.join(info_dir, meta), 1 << 16)
+        if text is None:
             continue
+        for line in text.splitlines():
+            if line.startswith("Version:"):
+                return line[len("Version:") :].strip()
+            if not line.strip():
+                break
     return ""
 
 

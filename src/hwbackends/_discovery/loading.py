@@ -13,7 +13,7 @@ import sys
 import time
 from functools import partial
 
-from hwbackends._base.guard import PluginFault, call, call_many, describe
+from hwbackends._base.guard import PluginFault, call, call_many, describe, forget_hung, plain
 from hwbackends._base.protocol import API_VERSION
 from hwbackends._base.record import frozen
 from hwbackends._base.settings import Settings, allowed, disabled_reason
@@ -37,10 +37,12 @@ def guarded(
     fn: Callable[[], _T],
     passthrough: tuple[type[BaseException], ...] = (),
     timeout: float | None = None,
+    owner: str | None = None,
 ) -> _T:
     """Run plugin code under ``hwbackends._base.guard.call``: a time limit, every exception and
-    every environment write the plugin's own thread made become ``Broken``."""
-    return call(what, fn, timeout=timeout, passthrough=passthrough)
+    every environment write the plugin's own thread made become ``Broken``; once a call of
+    ``owner`` hangs, its later calls fail at once."""
+    return call(what, fn, timeout=timeout, passthrough=passthrough, owner=owner)
 
 
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
@@ -114,30 +116,67 @@ def protocol_problems(
 
 @frozen
 class Meta:
-    """A backend's identity, read once when it loads: selection uses these copies, so an
-    attribute that raises or changes type on a later access cannot derail it."""
+    """A backend's identity and declarations, read once (inside the guard) when it loads:
+    selection and the machine reader use these plain copies, so an attribute that raises,
+    hangs or changes type on a later access cannot derail them, and no plugin object (a
+    ``str`` subclass with its own ``__format__``) leaves the guard."""
 
     name: str
     device_type: str
     priority: int
     vendor: str | None
     replaces: str | None = None  # the backend name this one declares it replaces
+    pci_vendor_ids: tuple[int, ...] = ()
+    #: None: not read at load, because it may load a fact table (``only_known_ids``); the
+    #: reader reads it, under the guard, when a PCI function of one of the vendor ids is found
+    pci_device_ids: tuple[int, ...] | None = None
+    pci_classes: tuple[int, ...] = ()
+    device_nodes: tuple[str, ...] = ()
+    watch_paths: tuple[str, ...] = ()
+    device_node_units: tuple[str, ...] = ()
+    driver_modules: tuple[str, ...] = ()
+    evidence_sources: tuple[str, ...] = ()
+    #: reading hooks the plugin overrides (BaseBackend's own run inline, without a hand-off)
+    own_hooks: tuple[str, ...] = ("read_devices", "read_drivers")
 
 
-def inspect_backend(inst: object, expected_name: str) -> Meta:
+def read_ints(v: object) -> tuple[int, ...]:
+    """A declaration's integers as exact builtin copies (what is not an int is left out)."""
+    return _ints(v)
+
+
+def _ints(v: object) -> tuple[int, ...]:
+    if not isinstance(v, (tuple, list, frozenset, set)):
+        return ()
+    return tuple(plain(x) for x in v if isinstance(x, int) and not isinstance(x, bool))
+
+
+def _strs(v: object) -> tuple[str, ...]:
+    if not isinstance(v, (tuple, list)):
+        return ()
+    return tuple(plain(x) for x in v if isinstance(x, str))
+
+
+_DECLARED = ("vendor", "pci_vendor_ids", "pci_classes", "device_nodes", "watch_paths",
+             "device_node_units", "driver_modules", "evidence_sources")  # fmt: skip
+
+
+def inspect_backend(inst: object, expected_name: str | None) -> Meta:
+    """Read every attribute selection and the reader use, once: call it under the guard."""
     values: dict[str, Any] = {
-        a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "vendor", "replaces")
+        a: getattr(inst, a, None) for a in (*_IDENTITY, *_METHODS, "replaces")
     }
     problems = protocol_problems(inst, expected_name, values=values)
     if problems:
         raise Broken(problems[0])
-    if expected_name != expected_name.lower():
+    if expected_name is not None and expected_name != expected_name.lower():
         raise Broken(
             f"the entry point name {expected_name!r} has upper-case letters, but backend names "
             f"are lower case (HWBACKENDS_BACKEND and get() lower-case what they are given); "
             f"rename the entry point and the class's name to {expected_name.lower()!r}"
         )
-    vendor = values["vendor"]
+    declared = {a: getattr(inst, a, None) for a in _DECLARED}
+    vendor = declared["vendor"]
     replaces = values["replaces"]
     if replaces is not None and (
         not isinstance(replaces, str) or not replaces or replaces != replaces.strip().lower()
@@ -146,13 +185,50 @@ def inspect_backend(inst: object, expected_name: str) -> Meta:
             f"{type(inst).__name__}.replaces is {replaces!r}, expected None or the lower-case "
             "name of the backend it replaces (such as 'cuda')"
         )
+    cls = type(inst)
     return Meta(
-        values["name"],
-        values["device_type"],
-        values["priority"],
-        vendor if isinstance(vendor, str) and vendor else None,
-        replaces,
+        plain(values["name"]),
+        plain(values["device_type"]),
+        plain(values["priority"]),
+        plain(vendor) if isinstance(vendor, str) and vendor else None,
+        plain(replaces),
+        _ints(declared["pci_vendor_ids"]),
+        None,
+        _ints(declared["pci_classes"]),
+        _strs(declared["device_nodes"]),
+        _strs(declared["watch_paths"]),
+        _strs(declared["device_node_units"]),
+        _strs(declared["driver_modules"]),
+        _strs(declared["evidence_sources"]),
+        tuple(
+            h
+            for h in ("read_devices", "read_drivers")
+            if not getattr(getattr(cls, h, None), "hwbackends_default", False)
+        ),
     )
+
+
+# id(instance) -> (instance, its Meta): the reader and watch lists look declarations up here
+_declared: dict[int, tuple[object, Meta]] = {}
+
+
+def _remember(inst: object, meta: Meta) -> Meta:
+    _declared[id(inst)] = (inst, meta)
+    return meta
+
+
+def meta_of(inst: object, timeout: float | None = None) -> Meta:
+    """The declarations of a backend instance, read once under the guard (``Broken`` if
+    reading them fails): those of a loaded plugin, or read now for one made elsewhere."""
+    got = _declared.get(id(inst))
+    if got is not None and got[0] is inst:
+        return got[1]
+    meta = guarded(
+        f"reading the declarations of {type(inst).__name__}()",
+        lambda: inspect_backend(inst, None),
+        timeout=timeout,
+    )
+    return _remember(inst, meta)
 
 
 def load_plugin(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, Meta]:
@@ -190,13 +266,13 @@ def load_plugin(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Bac
         except BaseException as exc:
             raise fail(f"constructing {cls.__name__}()", exc) from None
         try:
-            return inst, inspect_backend(inst, spec.name)
+            return inst, _remember(inst, inspect_backend(inst, spec.name))
         except PluginFault:
             raise
         except Exception as exc:
             raise fail(f"reading the attributes of {cls.__name__}()", exc) from None
 
-    return guarded(f"loading {spec.value!r}", steps, timeout=timeout)
+    return guarded(f"loading {spec.value!r}", steps, timeout=timeout, owner=spec.name)
 
 
 def builtin_specs() -> list[EntryPointSpec]:
@@ -258,11 +334,18 @@ class Plugins:
     def preload(self, specs: Iterable[EntryPointSpec], timeout: float | None = None) -> None:
         """Load several plugins with one thread hand-off (``guarded.call_many``); the registry
         lock is not held while plugin code runs, so a plugin that hangs blocks nobody."""
-        todo = [s for s in specs if id(s) not in self._loaded and INSTANCES.get(s.value) is None]
+        todo = [
+            s
+            for s in specs
+            if id(s) not in self._loaded
+            and INSTANCES.get(s.value) is None
+            and not (s.value.startswith("hwbackends._") and s.dist == "hwbackends")
+        ]
         if len(todo) < 2:
             return  # loaded() does it, with the same guard
         results = call_many(
-            [(f"loading {s.value!r}", partial(load_plugin, s, 0.0)) for s in todo], timeout=timeout
+            [(f"loading {s.value!r}", partial(load_plugin, s, 0.0), s.name) for s in todo],
+            timeout=timeout,
         )
         with self._load_lock:
             for s, (_ok, value) in zip(todo, results, strict=True):
@@ -272,6 +355,8 @@ class Plugins:
         self, spec: EntryPointSpec, timeout: float | None
     ) -> tuple[Backend, Meta] | Broken:
         known = INSTANCES.get(spec.value)  # made by the selection cache in this process
+        if spec.value.startswith("hwbackends._") and spec.dist == "hwbackends":
+            timeout = 0.0  # the built-in is hwbackends' own code: no plugin time limit
         try:
             if known is None:
                 return load_plugin(spec, timeout)
@@ -279,8 +364,9 @@ class Plugins:
                 f"reading the attributes of {type(known).__name__}()",
                 lambda: inspect_backend(known, spec.name),
                 timeout=timeout,
+                owner=spec.name,
             )
-            return known, meta
+            return known, _remember(known, meta)
         except Broken as exc:
             return exc
 
@@ -406,6 +492,8 @@ def forget() -> None:
     global _default
     _default = None
     INSTANCES.clear()
+    _declared.clear()
+    forget_hung()
 
 
 def _after_fork_in_child() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sys
 
+from hwbackends._base.files import _read_text
 from hwbackends._base.record import field, frozen
 from hwbackends._discovery.dists import iter_dist_infos
 from hwbackends._discovery.entry_points import parse_entry_points
@@ -79,12 +80,9 @@ def _scan(path: Iterable[str], group: str) -> list[EntryPointSpec]:
     marker = f"[{group}]"
     found: list[EntryPointSpec] = []
     for norm, version, info_dir in iter_dist_infos(path):
-        try:
-            with open(os.path.join(info_dir, "entry_points.txt"), encoding="utf-8") as f:
-                text = f.read()
-        except (OSError, UnicodeDecodeError):
-            continue
-        if marker not in text:
+        # bounded and non-blocking: a FIFO or a huge file planted on sys.path is skipped
+        text = _read_text(os.path.join(info_dir, "entry_points.txt"), 1 << 20)
+        if text is None or marker not in text:
             continue
         for name, value in parse_entry_points(text, group):
             found.append(EntryPointSpec(name, value, norm, version, source=info_dir))

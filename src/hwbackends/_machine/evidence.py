@@ -189,7 +189,8 @@ def node_devices(backend: Any, nodes: Sequence[str]) -> list[tuple[int, str]]:
             if isinstance(p, str) and match_node(p, n):
                 head, _, tail = p.partition("{n}")
                 digits = n[len(head) : len(n) - len(tail)] if "{n}" in p else "0"
-                out.append((int(digits) if digits.isdigit() else 0, n))
+                ok = digits.isdigit() and digits.isascii() and len(digits) <= 9
+                out.append((int(digits) if ok else 0, n))
                 break
     return sorted(out)
 

@@ -107,7 +107,11 @@ class Host:
         p = os.fspath(path)
         text = _read_host_file(p)
         try:
-            data = json.loads(text, object_pairs_hook=lambda pairs: _unique_keys(pairs, p))
+            data = json.loads(
+                text,
+                object_pairs_hook=lambda pairs: _unique_keys(pairs, p),
+                parse_constant=_no_constant,
+            )
         except json.JSONDecodeError as exc:
             raise HostFileError(
                 f"host file {p!r} is not valid JSON (line {exc.lineno}, column {exc.colno}: "
@@ -119,6 +123,8 @@ class Host:
             why = (
                 "it is nested too deeply"
                 if isinstance(exc, RecursionError)
+                else str(exc)
+                if isinstance(exc, _NotJson)
                 else f"it holds a number Python refuses to read ({exc})"
             )
             raise HostFileError(
@@ -368,11 +374,27 @@ def _pci_bus_id_ok(text: str) -> bool:
     )
 
 
+#: The largest byte count a host file may give (16 EiB): beyond it nothing can be computed
+#: with it (a 4,000-digit size overflows every float conversion that shows it in GiB).
+MAX_BYTES = 1 << 64
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    # Python's json reads NaN and Infinity, which are not JSON: they would come back out of
+    # `explain --json` as non-standard JSON
+    raise _NotJson(f"it holds {name}, which is not a JSON number")
+
+
 def _opt_uint(data: Mapping[str, Any], key: str, where: str) -> int | None:
     v = data.get(key)
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= MAX_BYTES):
+        shown = repr(v) if len(repr(v)) < 40 else f"a number of {len(str(v))} digits"
         raise HostFileError(
-            f"{where} must be a non-negative integer (bytes) or null, got {v!r}",
+            f"{where} must be a non-negative integer (bytes) up to 2**64 or null, got {shown}",
             fix=f"write {key} as a whole number of bytes, e.g. 2199023255552 for 2 TiB",
         )
     return v
@@ -397,9 +419,11 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
     for key in ("pci_bus_id", "uuid", "name", "arch", "pci_device_id"):
         _opt_str(d, key, f"{where}.{key}")
     mem = d.get("memory_bytes")
-    if mem is not None and (not isinstance(mem, int) or isinstance(mem, bool) or mem < 0):
+    if mem is not None and (
+        not isinstance(mem, int) or isinstance(mem, bool) or not 0 <= mem <= MAX_BYTES
+    ):
         raise HostFileError(
-            f"{where}.memory_bytes must be a non-negative integer or null",
+            f"{where}.memory_bytes must be a non-negative integer up to 2**64 or null",
             fix="write the size in bytes as a whole number, e.g. 85899345920 for 80 GiB",
         )
     bus = d.get("pci_bus_id")

@@ -13,7 +13,7 @@ import sys
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
 from hwbackends._base.files import _listdir, _read_text, match_node
-from hwbackends._base.guard import PluginFault, call, describe
+from hwbackends._base.guard import PluginFault, call, describe, plain
 from hwbackends._discovery.catalog import (
     KNOWN_FUNCTION_VENDORS,
     KNOWN_PLUGINS,
@@ -21,7 +21,7 @@ from hwbackends._discovery.catalog import (
     known_function,
 )
 from hwbackends._discovery.dists import _scan_packages
-from hwbackends._discovery.loading import installed_backends
+from hwbackends._discovery.loading import Meta, installed_backends, meta_of, read_ints
 from hwbackends._machine.evidence import (
     DEV,
     bound_driver,
@@ -138,36 +138,90 @@ def _class_ok(klass: int, allowed: Sequence[int]) -> bool:
     return any((a == base) if a <= 0xFF else (a == sub) for a in allowed)
 
 
-def _claims(obj: Any, vid: int, did: int | None, klass: int) -> bool:
-    ids = getattr(obj, "pci_vendor_ids", ())
-    if vid not in ids:
+def _claims(
+    obj: Any, vid: int, did: int | None, klass: int, dids: tuple[int, ...] | None = None
+) -> bool:
+    """Whether a declaration (a backend's ``Meta`` or a known plugin) claims a PCI function;
+    ``dids``: its device ids when the declaration does not hold them (read lazily)."""
+    if vid not in obj.pci_vendor_ids:
         return False
-    dids = getattr(obj, "pci_device_ids", ())
+    if dids is None:
+        dids = obj.pci_device_ids or ()
     if dids and did not in dids:
         return False
-    return _class_ok(klass, getattr(obj, "pci_classes", ()))
+    return _class_ok(klass, obj.pci_classes)
 
 
-def _hook(errors: dict[str, str], backend: Any, what: str, fn: Callable[[], _R]) -> _R | None:
+def _hook(
+    errors: dict[str, str], meta: Meta, what: str, fn: Callable[[], _R], owner: str | None
+) -> _R | None:
     """Run a plugin's reading hook under the plugin guard; a failure is recorded, not raised.
 
     A hook the plugin does not override is ``BaseBackend``'s own code: it runs inline (no
     thread hand-off), its errors recorded the same way."""
-    name = backend.name if isinstance(getattr(backend, "name", None), str) else "?"
+    name = meta.name
     method = what.partition("(")[0]
     # BaseBackend marks its own hooks (the reader sits below the plugin kit and cannot import
     # it): those run inline, with no thread hand-off.
-    if getattr(getattr(type(backend), method, None), "hwbackends_default", False):
+    if method not in meta.own_hooks:
         try:
             return fn()
         except Exception as exc:
             errors.setdefault(name, f"{name}.{what} raised {describe(exc)}")
             return None
     try:
-        return call(f"{name}.{what}", fn)
+        return call(f"{name}.{what}", fn, owner=owner)
     except PluginFault as exc:
         errors.setdefault(name, exc.reason)
         return None
+
+
+def _metas(backends: Sequence[Any], errors: dict[str, str]) -> list[tuple[Any, Meta]]:
+    """Each backend with its declarations, read once under the guard; one whose declarations
+    cannot be read is recorded in ``errors`` and left out."""
+    out = []
+    for b in backends:
+        try:
+            out.append((b, meta_of(b)))
+        except PluginFault as exc:
+            errors.setdefault(f"{type(b).__name__}", exc.reason)
+    return out
+
+
+def _owner(b: Any) -> str | None:
+    # the name a plugin's calls are blocked under once one hangs (loading's entry-point name)
+    from hwbackends._discovery.loading import _declared
+
+    got = _declared.get(id(b))
+    return got[1].name if got is not None and got[0] is b else None
+
+
+def _device_ids(
+    b: Any, m: Meta, known: dict[int, tuple[int, ...]], errors: dict[str, str]
+) -> tuple[int, ...]:
+    """A backend's ``pci_device_ids``, read once under the guard when first needed (it may
+    load the plugin's fact table, which a machine without its vendor's devices never needs)."""
+    if m.pci_device_ids is not None:
+        return m.pci_device_ids
+    got = known.get(id(b))
+    if got is None:
+        try:
+            got = call(
+                f"{m.name}.pci_device_ids",
+                lambda: read_ints(getattr(b, "pci_device_ids", ())),
+                owner=_owner(b),
+            )
+        except PluginFault as exc:
+            errors.setdefault(m.name, exc.reason)
+            got = ()
+        known[id(b)] = got
+    return got
+
+
+def _plain_device(d: HostDevice) -> HostDevice:
+    """A HostDevice whose fields are exact builtin copies (run inside the guard)."""
+    fields = type(d).__dict__.get("__record_fields__", ())
+    return HostDevice(**{f.name: plain(getattr(d, f.name)) for f in fields})
 
 
 class _Function:
@@ -234,10 +288,12 @@ def _read_devices(
     folders, DRM and accel classes), then each backend's hook (its driver files; ordering),
     then ``/dev`` nodes of backends nothing else found; plus known and unclaimed
     accelerators."""
-    claimers = [b for b in backends if getattr(b, "vendor", None) and b.pci_vendor_ids]
-    served = {getattr(b, "vendor", None) for b in backends}
+    metas = _metas(backends, errors)
+    claimers = [(b, m) for b, m in metas if m.vendor and m.pci_vendor_ids]
+    device_ids: dict[int, tuple[int, ...]] = {}
+    served = {m.vendor for _, m in metas}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
-    own: dict[int, list[HostDevice]] = {id(b): [] for b in backends}
+    own: dict[int, list[HostDevice]] = {id(b): [] for b, _ in metas}
     others: list[HostDevice] = []
     for bus, d, source in functions(root):  # bus order, which is NVML's order
         vid, did, klass_text = ids(d)
@@ -248,7 +304,12 @@ def _read_devices(
         # Every backend that claims the function gets it under its own vendor key (two
         # plugins for the same cards must both see them: selection then warns and names the
         # setting that decides); one device per key.
-        owners = [b for b in claimers if _claims(b, vid, did, klass)]
+        owners = [
+            (b, m)
+            for b, m in claimers
+            if vid in m.pci_vendor_ids
+            and _claims(m, vid, did, klass, _device_ids(b, m, device_ids, errors))
+        ]
         owner = owners[0] if owners else None
         cat = (
             None
@@ -263,39 +324,39 @@ def _read_devices(
         # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
         # in its own pci_device_ids is more specific than that table, and keeps it.
         kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
-        if kf is not None and not any(did in getattr(o, "pci_device_ids", ()) for o in owners):
+        if kf is not None and not any(
+            did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners
+        ):
             others.append(fn.device(f"pci_{vid:04x}", known=kf))
         elif owner is not None:
             keys: set[str] = set()
-            for o in owners:
-                if o.vendor in keys:
+            for b, m in owners:
+                vendor = m.vendor or ""
+                if vendor in keys:
                     continue
-                keys.add(o.vendor)
-                mods = getattr(o, "driver_modules", ())
-                mods = mods if isinstance(mods, tuple) else ()
-                own[id(o)].append(fn.device(o.vendor, root=root, modules=mods))
+                keys.add(vendor)
+                own[id(b)].append(fn.device(vendor, root=root, modules=m.driver_modules))
         elif cat is not None:
             others.append(fn.device(cat.vendor))
         else:
             others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
     out: list[HostDevice] = []
-    for b in backends:
+    for b, m in metas:
         found = tuple(own[id(b)])
 
         def read(b: Any = b, found: tuple[HostDevice, ...] = found) -> tuple[HostDevice, ...]:
             got = b.read_devices(root, found, system=sysname, machine=machine)
             if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
                 raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
-            return tuple(got)
+            return tuple(_plain_device(x) for x in got)
 
-        got = _hook(errors, b, "read_devices()", read)
+        got = _hook(errors, m, "read_devices()", read, _owner(b))
         mine = list(found if got is None else got)
-        vendor = getattr(b, "vendor", None)
-        if not mine and isinstance(vendor, str) and vendor:
+        if not mine and m.vendor:
             # A container given only the device nodes: each declared unit node is a device.
             mine = [
-                HostDevice(vendor=vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
-                for _, n in node_devices(b, nodes)
+                HostDevice(vendor=m.vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
+                for _, n in node_devices(m, nodes)
             ]
         out.extend(_normalised(d) for d in mine)
     return tuple(out + _named(root, others))
@@ -349,7 +410,7 @@ def _read_memtotal(root: str) -> int | None:
         key, _, rest = line.partition(":")
         if key == "MemTotal":
             parts = rest.split()
-            if parts and parts[0].isdigit():
+            if parts and parts[0].isdigit() and len(parts[0]) <= 20:
                 return int(parts[0]) * 1024
     return None
 
@@ -357,26 +418,26 @@ def _read_memtotal(root: str) -> int | None:
 def _read_cpu(root: str) -> CpuInfo:
     model = ""
     flags: frozenset[str] = frozenset()
-    try:
-        with open(os.path.join(root, "proc/cpuinfo"), encoding="utf-8", errors="replace") as f:
-            for line in f:  # the first processor block is enough
-                if not line.strip():
-                    break
-                k, _, v = line.partition(":")
-                k = k.strip()
-                if k == "model name":
-                    model = v.strip()
-                elif k in ("flags", "Features"):
-                    flags = frozenset(v.split())
-    except OSError:
-        pass
+    # bounded and non-blocking: a FIFO or a link to /dev/zero under --root must not hang or
+    # grow; the first processor block is well inside the first 64 KiB
+    text = _read_text(os.path.join(root, "proc/cpuinfo"), 1 << 16) or ""
+    for line in text.splitlines():  # the first processor block is enough
+        if not line.strip():
+            break
+        k, _, v = line.partition(":")
+        k = k.strip()
+        if k == "model name":
+            model = v.strip()[:200]
+        elif k in ("flags", "Features"):
+            flags = frozenset(v.split())
     return CpuInfo(model=model, count=os.cpu_count() or 1, flags=flags)
 
 
 def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
     """``/dev`` names that match a declared pattern of an installed or known backend."""
     patterns: set[str] = set()
-    for b in (*backends, *KNOWN_PLUGINS):
+    declared = [m for _, m in _metas(backends, {})]  # read once, under the guard
+    for b in (*declared, *KNOWN_PLUGINS):
         for attr in ("device_nodes", "device_node_units"):
             pats = getattr(b, attr, ())
             if isinstance(pats, tuple):
@@ -396,7 +457,7 @@ def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:
 
 def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) -> dict[str, str]:
     drivers: dict[str, str] = {}
-    for b in backends:
+    for b, m in _metas(backends, errors):
 
         def read(b: Any = b) -> dict[str, str]:
             got = b.read_drivers(root)
@@ -404,9 +465,9 @@ def _read_drivers(root: str, backends: Sequence[Any], errors: dict[str, str]) ->
                 isinstance(k, str) and isinstance(v, str) for k, v in got.items()
             ):
                 raise TypeError(f"returned {type(got).__name__}, expected dict[str, str]")
-            return dict(got)
+            return {plain(k): plain(v) for k, v in dict(got).items()}
 
-        got = _hook(errors, b, "read_drivers()", read)
+        got = _hook(errors, m, "read_drivers()", read, _owner(b))
         if got is not None:
             drivers.update(got)
     return drivers

@@ -53,8 +53,8 @@ if TYPE_CHECKING:
 
     from hwbackends._base.protocol import Backend
 
-_FORMAT = 4
-_MAGIC = b"hwbsel4\n"
+_FORMAT = 5
+_MAGIC = b"hwbsel5\n"
 _KEEP = 16  # answers kept per interpreter
 _MAX_BYTES = 1 << 20  # a full file is ~10 kB; anything far larger is not ours
 _GROUP = "hwbackends.backends"
@@ -363,6 +363,10 @@ def cached_backend() -> Backend | None:
     Thread-safe: concurrent first calls get one answer."""
     if _chosen is not None:
         return _chosen
+    # not imported (or being imported by another thread right now): no plugin code runs yet
+    refuse = getattr(sys.modules.get("hwbackends._base.guard"), "refuse_nested", None)
+    if refuse is not None:
+        refuse()  # plugin code asking would wait on the lock its own caller holds
     with _lock:
         if _chosen is not None:
             return _chosen
@@ -385,10 +389,26 @@ def _select() -> Backend | None:
     dfd = _open_dir(create=False)
     try:
         answers = _read(dfd) if dfd is not None else {}
-        backend = _lookup(answers.get(fp))
-        if backend is not None:
+        hit = _lookup(answers.get(fp))
+        if hit is not None:
+            backend, caveats = hit
             LAST = "hit"
             _chosen = backend
+            said: list[str] = []
+            if any(k[:9].upper() == "HWBACKEND" for k in os.environ):  # settings: only then
+                from hwbackends._base.settings import unknown_settings
+
+                said = unknown_settings(os.environ)
+            if caveats:
+                said.append(
+                    f"hwbackends.current() answered {backend.name!r} from the selection cache; "
+                    f"the selection that stored it said: {'; '.join(caveats)} (run "
+                    "`hwbackends env` for the full report)"
+                )
+            if said:
+                from hwbackends._base.settings import warn_once
+
+                warn_once(said)
             return backend
     finally:
         if dfd is not None:
@@ -397,7 +417,13 @@ def _select() -> Backend | None:
     from hwbackends._selection import registry as _registry
 
     chosen = _registry.current()
+    report = _registry._cached
     found = _registry.entry_point_source(chosen.name, chosen)
+    # Only a settled answer is stored: a candidate that was broken (an import past the time
+    # limit on a cold file system, a probe that raised EAGAIN once) may be healthy in the next
+    # process, which must select again rather than inherit this one's fallback.
+    if report is None or report.chosen != chosen.name or not settled(report):
+        found = None
     if found is not None:
         value, source = found
         INSTANCES.setdefault(value, chosen)
@@ -410,7 +436,7 @@ def _select() -> Backend | None:
                 by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
                 key = _key(detail(watch))
                 by_detail.pop(key, None)
-                by_detail[key] = (chosen.name, source)
+                by_detail[key] = (chosen.name, source, _caveats(report))
                 # Several answers per interpreter (programs whose paths or variables differ),
                 # the most recent last; the oldest go first.
                 answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
@@ -421,8 +447,38 @@ def _select() -> Backend | None:
     return chosen
 
 
-def _lookup(entry: object) -> Backend | None:
-    """The backend a cached entry names, resolved through installed metadata, or None."""
+def settled(report: Any) -> bool:
+    """Whether a selection's answer may be stored: no candidate broken, no reader error."""
+    return not report.broken and not getattr(report.host, "reader_errors", None)
+
+
+def _caveats(report: Any) -> tuple[str, ...]:
+    # what the report warned about, less the settings warnings (recomputed on every hit)
+    from hwbackends._base.settings import unknown_settings
+
+    mine = set(unknown_settings(os.environ))
+    return tuple(w[:300] for w in report.warnings if w not in mine)[:8]
+
+
+def drop_answer() -> None:
+    """Forget this fingerprint's stored answer, and the one this process gave (a full selection
+    in this process chose differently: ``registry._agree_with_cache``)."""
+    global _chosen
+    _chosen = None
+    dfd = _open_dir(create=False)
+    if dfd is None:
+        return
+    try:
+        answers = _read(dfd)
+        if answers.pop(_key(fingerprint()), None) is not None:
+            _store(dfd, answers)
+    finally:
+        os.close(dfd)
+
+
+def _lookup(entry: object) -> tuple[Backend, tuple[str, ...]] | None:
+    """The backend a cached entry names, resolved through installed metadata, and the
+    caveats its selection reported; or None."""
     if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict)):
         return None
     watch = entry[0]
@@ -433,9 +489,11 @@ def _lookup(entry: object) -> Backend | None:
     ):
         return None
     found = entry[1].get(_key(detail(watch)))
-    if not (isinstance(found, tuple) and len(found) == 2 and isinstance(found[0], str)):
+    if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], str)):
         return None
-    name, source = found
+    name, source, caveats = found
+    if not (isinstance(caveats, tuple) and all(isinstance(c, str) for c in caveats)):
+        return None
     value = _BUILTIN.get(name) if source == "" else _declared_value(name, source)
     if value is None:
         return None
@@ -446,10 +504,18 @@ def _lookup(entry: object) -> Backend | None:
             from hwbackends._base.guard import call
 
             # a plugin: the same time limit and isolation as a full selection's import
-            backend = call(f"importing {value!r}", lambda: _instantiate(value))
+            def load() -> tuple[Backend, bool]:
+                b = _instantiate(value)
+                return b, getattr(b, "name", None) == name  # the name is plugin code too
+
+            backend, same = call(f"importing {value!r}", load)
+            if not same:
+                return None
     except Exception:
         return None  # a plugin that fails now: the full selection will say why
-    return backend if getattr(backend, "name", None) == name else None
+    if source == "" and backend.name != name:
+        return None
+    return backend, caveats
 
 
 def reset() -> None:
@@ -460,5 +526,5 @@ def reset() -> None:
 
     registry._cached = None
     registry._registry = None
-    loading.forget()
+    loading.forget()  # also lets plugins that hung be called again
     _chosen = None

@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from hwbackends._base.errors import BackendNotFoundError, BackendUnavailableError
+from hwbackends._base.errors import (
+    BackendNotFoundError,
+    BackendUnavailableError,
+    VisibilityError,
+)
 from hwbackends._base.protocol import Probe, checked
 from hwbackends._base.record import mutable
 from hwbackends._base.settings import Settings, close_matches
@@ -27,7 +31,9 @@ if TYPE_CHECKING:
 
 def probe_of(backend: Backend, meta: Meta, host: Host, timeout: float | None) -> Probe:
     what = f"{meta.name}.probe()"
-    p: Probe = guarded(what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout)
+    p: Probe = guarded(
+        what, lambda: checked(backend.probe(host), Probe, what), timeout=timeout, owner=meta.name
+    )
     if p.backend != meta.name:
         raise Broken(f"{what} returned a Probe for {p.backend!r}")
     return p
@@ -149,7 +155,9 @@ def shared_devices(
         if c.name == "cpu" or not callable(own):
             continue
         try:
-            devs = guarded(f"{c.name}.host_devices()", partial(own, host), timeout=limit)
+            devs = guarded(
+                f"{c.name}.host_devices()", partial(own, host), timeout=limit, owner=c.name
+            )
             buses = {d.pci_bus_id.lower() for d in devs if getattr(d, "pci_bus_id", None)}
         except (Broken, AttributeError, TypeError):
             continue  # its own faults are reported where it is used
@@ -209,3 +217,30 @@ def preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -
             else f"install hwbackends-{name}, or remove {name!r} from HWBACKENDS_BACKEND",
         )
     return out
+
+
+def visibility_of(
+    backend: Backend, c: Candidate, env: Mapping[str, str], host: Host, limit: float | None
+) -> tuple[Any, tuple[str, ...]]:
+    """The backend's visibility report and declared variables, read by the core.
+
+    A declaration that is not a rule, or a rule that fails, is the plugin's fault
+    (``Broken``); a ``VisibilityError`` from reading the values is the user's, raised as is.
+    """
+    from hwbackends._visibility.explain import explain_visibility, rule_of
+
+    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit, owner=c.name)
+    variables = tuple(v for v in rule.variables if isinstance(v, str))
+    rep = guarded(
+        f"the {c.name} visibility rule",
+        lambda: explain_visibility(backend, env, host),
+        passthrough=(VisibilityError,),
+        timeout=limit,
+        owner=c.name,
+    )
+    return rep, variables
+
+
+def visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
+    keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
+    return ", ".join(f"{k}={env[k]!r}" for k in keys)

@@ -18,9 +18,14 @@ from hwbackends._base.errors import (
     BackendNotFoundError,
     BackendUnavailableError,
     PluginError,
-    VisibilityError,
 )
-from hwbackends._base.guard import ResultError, call_many
+from hwbackends._base.guard import (
+    ResultError,
+    call_many,
+    late_writes,
+    plain,
+    refuse_nested,
+)
 from hwbackends._base.protocol import Device, Probe, checked
 from hwbackends._base.settings import (
     SETTINGS_VARS,
@@ -29,8 +34,10 @@ from hwbackends._base.settings import (
     close_matches,
     disabled_reason,
     unknown_settings,
+    warn_once,
 )
 from hwbackends._discovery import loading
+from hwbackends._discovery.catalog import check_listed_names
 from hwbackends._discovery.loading import (
     Broken,
     Meta,
@@ -53,6 +60,8 @@ from hwbackends._selection.order import (
     replaced_by_name,
     shared_devices,
     status_of,
+    visibility_of,
+    visible_vars,
 )
 from hwbackends._selection.report import (
     BackendStatus,
@@ -118,11 +127,16 @@ def plugin_call(
                     f"{what} returned {type(got).__name__}, expected a dict of variable names "
                     "to string values"
                 )
-            return dict(got)
-        return checked(got, expect, what) if expect is not None else got
+            return {plain(k): plain(v) for k, v in dict(got).items()}
+        if expect is not None:
+            return checked(got, expect, what)
+        try:  # an exact builtin copy where it is one (tuples of str, ...), else as it is
+            return plain(got)
+        except ResultError:
+            return got
 
     try:
-        return guarded(what, run, passthrough=passthrough)  # type: ignore[no-any-return]
+        return guarded(what, run, passthrough=passthrough, owner=name)  # type: ignore[no-any-return]
     except Broken as exc:
         raise PluginError(
             f"the {name} backend is broken: {exc.reason}",
@@ -142,40 +156,10 @@ def _devices(
             raise ResultError(f"{what} returned {type(got).__name__}, expected a list of Device")
         return [checked(d, Device, what) for d in got]
 
-    return guarded(what, run, timeout=timeout)
+    return guarded(what, run, timeout=timeout, owner=name)
 
 
 # -- the registry --------------------------------------------------------------------------
-
-
-def _vendor_of(b: object) -> str | None:
-    v = getattr(b, "vendor", None) if b is not None else None
-    return v if isinstance(v, str) and v else None
-
-
-def _check_listed_names(settings: Settings, installed: Mapping[str, list[EntryPointSpec]]) -> None:
-    """HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE may name installed backends or distributions
-    and the known plugins of the catalog (a cluster-wide setting names plugins some machines
-    lack); any other name is a typo, refused as HWBACKENDS_BACKEND refuses one."""
-    from hwbackends._base.files import normalize_dist_name
-    from hwbackends._discovery.catalog import KNOWN_PLUGINS
-
-    names = set(installed) | {k.backend for k in KNOWN_PLUGINS}
-    dists = {s.dist for specs in installed.values() for s in specs}
-    dists |= {k.distribution for k in KNOWN_PLUGINS}
-    for var, names_listed in (
-        ("HWBACKENDS_PLUGINS", settings.allow or frozenset()),
-        ("HWBACKENDS_DISABLE", settings.deny),
-    ):
-        for name in sorted(names_listed):
-            if name in names or name in dists or normalize_dist_name(name) in dists:
-                continue
-            raise BackendNotFoundError(
-                f"{var} names {name!r}, which is no backend{close_matches(name, names)}",
-                f"comma-separated backend names from {', '.join(sorted(names))}",
-                f"correct or remove {name!r} in {var} (`hwbackends plugins` lists the installed "
-                "ones)",
-            )
 
 
 class Registry(Plugins):
@@ -235,8 +219,9 @@ class Registry(Plugins):
             by_name.setdefault(s.name, []).append(s)
 
         pref = preferred(settings, by_name)
-        _check_listed_names(settings, by_name)
-        warnings.extend(unknown_settings(env))
+        said = check_listed_names(settings, by_name) + unknown_settings(env)
+        warn_once(said)
+        warnings.extend(said)
 
         statuses: dict[str, BackendStatus] = {}
         impostors: list[BackendStatus] = []
@@ -291,13 +276,23 @@ class Registry(Plugins):
 
         # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
         # for the lot, each call still with its own time limit (see guarded.call_many).
-        self.preload([c.spec for c in to_probe], limit)
+        # The built-in cpu is hwbackends' own code: never subject to the plugin time limit, so
+        # a tiny HWBACKENDS_TIMEOUT or a loaded machine cannot leave a process with no backend.
+        self.preload([c.spec for c in to_probe if not _builtin(c.spec)], limit)
         to_probe = replaced_by_name(self, to_probe, statuses, limit)
+        builtin = [c for c in to_probe if _builtin(c.spec)]
+        plugins = [c for c in to_probe if not _builtin(c.spec)]
         outcomes = call_many(
-            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in to_probe],
+            [
+                (f"{c.name}.probe()", partial(self._load_and_probe, c, host), c.name)
+                for c in plugins
+            ],
             timeout=limit,
+        ) + call_many(
+            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in builtin],
+            timeout=0.0,
         )
-        for c, (ok, value) in zip(to_probe, outcomes, strict=True):
+        for c, (ok, value) in zip(plugins + builtin, outcomes, strict=True):
             name = c.name
             if not ok:
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
@@ -333,8 +328,9 @@ class Registry(Plugins):
                 # The core reads the visibility variables with the backend's declared rule
                 # first: a value the runtime would reject is the user's error (raised as
                 # is), while a VisibilityError from the plugin's own devices() is its fault.
-                vis_report = _visibility(backend, c, env, host, limit)
-                devices = _devices(backend, c.name, host, env, limit)
+                own = 0.0 if _builtin(c.spec) else limit
+                vis_report = visibility_of(backend, c, env, host, own)
+                devices = _devices(backend, c.name, host, env, own)
             except Broken as exc:
                 statuses[c.name] = status_of(c, "broken", error=exc.reason, traceback=exc.tb)
                 passed_over.append(c.name)
@@ -343,7 +339,7 @@ class Registry(Plugins):
                 timings[f"devices:{c.name}"] = (time.perf_counter() - t0) * 1000
             if not devices and c.name != "cpu":
                 old = statuses[c.name]
-                shown = _visible_vars(env, vis_report)
+                shown = visible_vars(env, vis_report)
                 if shown:
                     why = (
                         f"{c.name} hardware is present, but the visibility variables "
@@ -376,10 +372,19 @@ class Registry(Plugins):
                 "change the visibility variables, or unset HWBACKENDS_BACKEND",
             )
         if chosen is None:
+            cpu = statuses.get("cpu")
+            if cpu is not None and cpu.state == "disabled":
+                fix = "remove cpu from HWBACKENDS_DISABLE"
+            else:
+                fix = (
+                    "this is a bug in hwbackends or its installation: reinstall hwbackends and "
+                    "report the reason above"
+                )
             raise BackendUnavailableError(
-                "no backend is available, not even cpu",
+                "no backend is available, not even cpu"
+                + (f" (cpu is {cpu.state}: {cpu.reason})" if cpu is not None else ""),
                 "at least the built-in cpu backend",
-                "remove cpu from HWBACKENDS_DISABLE / add it to HWBACKENDS_PLUGINS",
+                fix,
             )
         statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
 
@@ -419,6 +424,7 @@ class Registry(Plugins):
         for p in hardware_unready:
             fix = f" Fix: {p.hint}" if p.hint else ""
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        warnings.extend(late_writes())
         warnings.extend(unserved)
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
@@ -448,30 +454,8 @@ class Registry(Plugins):
         )
 
 
-def _visibility(
-    backend: Backend, c: Candidate, env: Mapping[str, str], host: Host, limit: float | None
-) -> tuple[Any, tuple[str, ...]]:
-    """The backend's visibility report and declared variables, read by the core.
-
-    A declaration that is not a rule, or a rule that fails, is the plugin's fault
-    (``Broken``); a ``VisibilityError`` from reading the values is the user's, raised as is.
-    """
-    from hwbackends._visibility.explain import explain_visibility, rule_of
-
-    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit)
-    variables = tuple(v for v in rule.variables if isinstance(v, str))
-    rep = guarded(
-        f"the {c.name} visibility rule",
-        lambda: explain_visibility(backend, env, host),
-        passthrough=(VisibilityError,),
-        timeout=limit,
-    )
-    return rep, variables
-
-
-def _visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
-    keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
-    return ", ".join(f"{k}={env[k]!r}" for k in keys)
+def _builtin(spec: EntryPointSpec) -> bool:
+    return spec.value.startswith("hwbackends._") and spec.dist == "hwbackends"
 
 
 def _conflict(specs: list[EntryPointSpec]) -> str | None:
@@ -553,6 +537,7 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     ``os.environ`` or, for a simulated host that declares one, the host file's ``env``.
     """
     global _cached
+    refuse_nested()
     if env is None and host is None:
         if _cached is not None:
             return _cached
@@ -561,12 +546,34 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
                 e, h, s = resolve_inputs(None, None)
                 report = _default_registry().select(e, h, s)
                 _strict_check(report, s)
-                _cached = report
+                _cached = _agree_with_cache(report)
             return _cached
     e, h, s = resolve_inputs(env, host)
     report = _default_registry().select(e, h, s)
     _strict_check(report, s)
     return report
+
+
+def _agree_with_cache(report: SelectionReport) -> SelectionReport:
+    """``current()`` may have answered from the selection cache earlier in this process; the
+    full selection is the truth: when it differs, the report says so, the stored answer is
+    dropped, and ``current()`` answers the report's backend from now on."""
+    import sys
+
+    cache = sys.modules.get("hwbackends._selection.cache")
+    given = getattr(cache, "_chosen", None) if cache is not None else None
+    if given is None or getattr(given, "name", None) == report.chosen:
+        return report
+    cache.drop_answer()  # type: ignore[union-attr]
+    from hwbackends._base.record import replace
+
+    note = (
+        f"current() answered {given.name!r} earlier in this process from the selection cache, "
+        f"but a full selection chooses {report.chosen!r}; the cached answer was dropped and "
+        f"current() returns {report.chosen!r} from now on"
+    )
+    warn_once([note])
+    return replace(report, warnings=(*report.warnings, note))
 
 
 def _strict_check(report: SelectionReport, s: Settings) -> None:
@@ -600,22 +607,32 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
     backends declare it: every visibility variable, and the ``/dev`` folders of their node
     patterns plus their ``watch_paths`` (relative to the root), and the class folders the
-    machine reader reads as evidence of devices."""
+    machine reader reads as evidence of devices. Every declaration is read under the guard
+    (the node patterns and watch paths once, at load)."""
+    from hwbackends._discovery.loading import meta_of
     from hwbackends._machine.evidence import WATCH
     from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
     paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
     for b in installed_backends():
+        try:
+            meta = meta_of(b)
+        except Broken:  # a broken declaration: selection reports it
+            continue
+
+        def variables(b: Backend = b) -> tuple[str, ...]:
+            return tuple(plain(v) for v in rule_of(b).variables if isinstance(v, str))
+
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
-            names.update(v for v in rule_of(b).variables if isinstance(v, str))
-        except Exception:  # a broken declaration: selection reports it
+            names.update(guarded(f"{meta.name}.visibility", variables, owner=meta.name))
+        except Broken:
             pass
-        for p in getattr(b, "watch_paths", ()) or ():
-            if isinstance(p, str) and not p.startswith("/") and ".." not in p.split("/"):
+        for p in meta.watch_paths:
+            if not p.startswith("/") and ".." not in p.split("/"):
                 paths.add(p)
-        for pat in getattr(b, "device_nodes", ()) or ():
-            if isinstance(pat, str) and "/" in pat and ".." not in pat.split("/"):
+        for pat in meta.device_nodes:
+            if "/" in pat and ".." not in pat.split("/"):
                 paths.add("dev/" + pat.rpartition("/")[0])
     return tuple(sorted(names)), tuple(sorted(paths))
 

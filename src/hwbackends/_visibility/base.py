@@ -295,7 +295,9 @@ def c_strtoul(text: str) -> tuple[int | None, str]:
     if i == start:
         return None, text
     digits = text[start:i]
-    value = HUGE if len(digits.lstrip("0")) > MAX_DIGITS else int(digits)
+    # leading zeros count against int()'s 4,300-digit limit too: strip them first
+    significant = digits.lstrip("0") or "0"
+    value = HUGE if len(significant) > MAX_DIGITS else int(significant)
     return sign * value, text[i:]
 
 
@@ -322,7 +324,8 @@ def c_strtol_base0(text: str) -> tuple[int | None, str]:
     if i == start:
         return None, text
     digits = text[start:i]
-    value = HUGE if len(digits.lstrip("0")) > MAX_DIGITS else int(digits, base)
+    significant = digits.lstrip("0") or "0"
+    value = HUGE if len(significant) > MAX_DIGITS else int(significant, base)
     return sign * value, text[i:]
 
 
@@ -339,9 +342,10 @@ def plain_uint(token: str) -> int | None:
     """ASCII digits only (leading zeros allowed); huge values give HUGE; else None."""
     if not token or not all(c in ASCII_DIGITS for c in token):
         return None
-    if len(token.lstrip("0")) > MAX_DIGITS:
+    significant = token.lstrip("0") or "0"
+    if len(significant) > MAX_DIGITS:
         return HUGE
-    return int(token)
+    return int(significant)
 
 
 #: The fix for an index the host lacks, worded for Python callers; the CLI (`hwbackends pin`)

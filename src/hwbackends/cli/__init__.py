@@ -198,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     prepare_stdout()  # help, usage errors and every report survive an ASCII-only terminal
+    import warnings
+
+    from hwbackends._base.errors import HwBackendsWarning
+
+    # the report shows these itself (its warnings section); Python's copy would repeat them
+    warnings.filterwarnings("ignore", category=HwBackendsWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -217,7 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HwBackendsError as exc:
         if debug:
             raise
-        print(f"hwbackends: error: {exc}", file=sys.stderr)
+        from hwbackends.cli._output import escape_controls
+
+        print(f"hwbackends: error: {escape_controls(str(exc))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a real Ctrl-C: a plugin's own is reported as its fault
         print("hwbackends: interrupted", file=sys.stderr)

@@ -72,12 +72,17 @@ def evidence_read(report: Any) -> dict[str, list[str]] | None:
     machine only; a host file names none)."""
     if report.host is None or report.host.source != "system":
         return None
-    from hwbackends._discovery.loading import installed_backends
+    from hwbackends._base.guard import PluginFault
+    from hwbackends._discovery.loading import installed_backends, meta_of
     from hwbackends._machine.evidence import sources_of
 
     out = {}
     for b in installed_backends():
-        srcs = sources_of(b)
-        if srcs and isinstance(getattr(b, "name", None), str):
-            out[b.name] = srcs
+        try:
+            meta = meta_of(b)  # the declarations read once, under the guard, at load
+        except PluginFault:
+            continue
+        srcs = sources_of(meta)
+        if srcs:
+            out[meta.name] = srcs
     return out

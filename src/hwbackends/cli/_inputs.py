@@ -227,10 +227,12 @@ _CONFIRMABLE = ("env", "devices", "explain")
 
 def parse_indices(text: str) -> list[int]:
     parts = [p.strip() for p in text.split(",")]
-    if not text.strip() or not all(p.isdigit() and p.isascii() for p in parts):
+    if not text.strip() or not all(
+        p.isdigit() and p.isascii() and len(p.lstrip("0")) <= 9 for p in parts
+    ):  # bounded before int(): a 5,000-digit index is a usage error, not a crash
         raise UsageError(
-            f"pin {text!r} is not a list of physical device indices",
+            f"pin {text[:80]!r} is not a list of physical device indices",
             "comma-separated non-negative integers such as 2,0",
             "see `hwbackends devices` for the physical indices",
         )
-    return [int(p) for p in parts]
+    return [int(p.lstrip("0") or "0") for p in parts]

@@ -6,7 +6,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _inputs
-from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
 from hwbackends.cli._render import _Style, _table
 
 if TYPE_CHECKING:
@@ -64,7 +64,9 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     ]
     lines += _table(rows)
     if plan.node_env or plan.node_unset:
-        shown = " ".join(f"{k}={v}" for k, v in plan.node_env.items())
+        import shlex
+
+        shown = " ".join(f"{k}={shlex.quote(v)}" for k, v in plan.node_env.items())
         lines.append(
             f"  node environment: {shown}"
             + (f" (unset {', '.join(plan.node_unset)})" if plan.node_unset else "")
@@ -80,5 +82,5 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     if plan.problems:
         lines += ["", st.yellow(st.bold("Problems"))]
         lines += [st.yellow(f"  ! {p}") for p in plan.problems]
-    print("\n".join(lines))
+    emit("\n".join(lines))
     return 1 if plan.problems else 0

@@ -64,10 +64,41 @@ def prepare_stdout() -> None:
         reconfigure(errors="hwbackends-ascii")
 
 
+def escape_controls(text: str, keep_sgr: bool = False) -> str:
+    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as ``\\xNN``:
+    a device name or plugin message with ANSI escapes must not drive the terminal. With
+    ``keep_sgr`` the colour sequences (``ESC [ digits ; m``) the report styles itself with
+    stay (they only colour text)."""
+    if all(" " <= c < "\x7f" or c > "\x9f" or c in "\n\t" for c in text):
+        return text
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c == "\x1b" and keep_sgr and text[i + 1 : i + 2] == "[":
+            j = i + 2
+            while j < n and ((text[j].isdigit() and text[j].isascii()) or text[j] == ";"):
+                j += 1
+            if j < n and text[j] == "m":
+                out.append(text[i : j + 1])
+                i = j + 1
+                continue
+        if (c < " " and c not in "\n\t") or "\x7f" <= c <= "\x9f":
+            out.append(f"\\x{ord(c):02x}")
+        else:
+            out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def emit(text: str) -> None:
     """Write one report to stdout, whatever the terminal's encoding; a stdout that refuses the
-    bytes (``> /dev/full``, a closed pipe) is the user's setup, not an internal error."""
+    bytes (``> /dev/full``, a closed pipe) is the user's setup, not an internal error.
+    Control characters from the machine or plugins are escaped (``escape_controls``)."""
     out = sys.stdout
+    from hwbackends.cli._render import _Style
+
+    text = escape_controls(text, keep_sgr=_Style(out).on)
     encoding = getattr(out, "encoding", None) or "utf-8"
     try:
         text.encode(encoding)
@@ -112,4 +143,5 @@ def _silence_stdout() -> None:
 def _json(obj: Any) -> str:
     import json
 
-    return json.dumps(obj, indent=2, sort_keys=False)
+    # allow_nan=False: NaN and Infinity are not JSON; the readers refuse them on the way in
+    return json.dumps(obj, indent=2, sort_keys=False, allow_nan=False)

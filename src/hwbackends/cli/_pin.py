@@ -48,9 +48,20 @@ def cmd_pin(args: argparse.Namespace) -> int:
             f"run `hwbackends devices{' ' + same if same else ''}` to list the physical indices "
             "and pick from them",
         ) from None
+    from hwbackends.distributed import bad_variable_names
     from hwbackends.visibility import visibility_unset
 
     unset = [k for k in visibility_unset(backend) if k not in assignment]
+    bad = bad_variable_names([*assignment, *unset])
+    if bad:  # printed as NAME=value and `env -u NAME`: a bad name would be shell code
+        from hwbackends._base.errors import PluginError
+
+        raise PluginError(
+            f"the {report.chosen} backend declares invalid environment variable names: "
+            f"{', '.join(bad)}",
+            "names of letters, digits and _ that do not start with a digit",
+            "update the plugin or report this to its authors; nothing was printed",
+        )
     if args.json:
         emit(
             _json(
@@ -66,6 +77,6 @@ def cmd_pin(args: argparse.Namespace) -> int:
         )
         return 0
     words = [f"{k}={shlex.quote(v)}" for k, v in assignment.items()]
-    prefix = f"env {' '.join('-u ' + k for k in unset)} " if unset else ""
+    prefix = f"env {' '.join('-u ' + shlex.quote(k) for k in unset)} " if unset else ""
     emit(prefix + " ".join(words))
     return 0

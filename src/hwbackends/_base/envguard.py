@@ -1,0 +1,316 @@
+"""What a plugin call did to the process besides its result: environment writes, attributed
+to the thread that made them, and process-wide edits (``sys.path``, ``sys.modules``, the working
+directory, standard streams, the recursion limit, thread hooks), put back where nobody has
+changed them since. Used by ``hwbackends._base.guard`` around every plugin call.
+
+While plugin calls run, and only then, ``os.putenv`` / ``os.unsetenv`` (which ``os.environ``
+writes through) are wrapped; outside them the application's functions are the originals and
+no audit hook is installed, so the rest of the program pays nothing.
+
+This module imports only builtins."""
+
+from __future__ import annotations
+
+import _thread
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    _Writes = dict[str, list[str | None]]
+
+
+# -- environment-write attribution ---------------------------------------------------------
+
+# thread ident -> {variable: [value before the call, value the plugin left]} for the threads
+# running a plugin call right now.
+_recorders: dict[int, _Writes] = {}
+_env_lock = _thread.RLock()  # one write or one undo at a time, while plugin calls run
+_active = 0  # plugin calls under way (entered, not yet settled)
+_saved: tuple[Any, Any] | None = None  # the os.putenv / os.unsetenv that the wrappers replaced
+_seq = 0  # counts the writes seen while wrapped
+_last: dict[str, tuple[int, int]] = {}  # variable -> (thread ident, seq) of its last write
+# variable -> the value an undo puts back: the application's latest write, or the value before
+# the first plugin write (several plugin calls may write one variable at once)
+_base: dict[str, str | None] = {}
+_undoing: set[int] = set()  # threads running hwbackends' own undo: not a plugin's write
+_abandoned: dict[int, str] = {}  # ident of a worker abandoned for hanging -> its call
+_late: list[str] = []  # writes refused to abandoned calls, for the next report
+
+
+def _text(v: object) -> str:
+    return os.fsdecode(v) if isinstance(v, bytes) else str(v)
+
+
+def _note(key: object, new: str | None) -> None:
+    """Record one write (called with ``_env_lock`` held, before the write happens)."""
+    global _seq
+    ident = _thread.get_ident()
+    if ident in _undoing:
+        return
+    k = _text(key)
+    what = _abandoned.get(ident)
+    if what is not None:
+        msg = f"{what} wrote {k} after it was abandoned for hanging; the write was refused"
+        if len(_late) < 64:
+            _late.append(msg)
+        raise PermissionError(f"hwbackends: {msg}")
+    _seq += 1
+    _last[k] = (ident, _seq)
+    rec = _recorders.get(ident)
+    if rec is None:
+        _base[k] = new  # the application's write: what any undo must keep
+        return  # another thread of the application: not ours to judge
+    if k not in _base:
+        _base[k] = os.environ.get(k)
+    entry = rec.get(k)
+    if entry is None:
+        rec[k] = [os.environ.get(k), new]  # os.environ's mapping is updated after putenv
+    else:
+        entry[1] = new
+
+
+def _putenv(key: Any, value: Any) -> None:
+    with _env_lock:
+        _note(key, _text(value))
+        (_saved or _originals)[0](key, value)
+
+
+def _unsetenv(key: Any) -> None:
+    with _env_lock:
+        _note(key, None)
+        (_saved or _originals)[1](key)
+
+
+_originals = (os.putenv, os.unsetenv)
+
+
+def _enter() -> None:
+    """A plugin call begins: wrap the environment writers (the first one only)."""
+    global _active, _saved
+    with _env_lock:
+        _active += 1
+        if _active == 1 and os.putenv is not _putenv:
+            _saved = (os.putenv, os.unsetenv)
+            os.putenv, os.unsetenv = _putenv, _unsetenv
+
+
+def _leave() -> None:
+    """A plugin call is settled: the last one puts the application's writers back."""
+    global _active, _saved
+    with _env_lock:
+        _active -= 1
+        if _active <= 0:
+            _active = 0
+            if _saved is not None and os.putenv is _putenv:
+                os.putenv, os.unsetenv = _saved
+            _saved = None
+            _last.clear()
+            _base.clear()
+
+
+def _write_back(key: str, value: str | None) -> None:
+    """Set or remove one variable in os.environ and the C environment (lock held)."""
+    env = os.environ
+    ident = _thread.get_ident()
+    _undoing.add(ident)
+    try:
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    finally:
+        _undoing.discard(ident)
+
+
+def _undo(writes: _Writes, ident: int) -> list[str]:
+    """Put back what the plugin's thread changed, where nobody has written since; the names."""
+    changed = []
+    with _env_lock:
+        for key, (before, after) in writes.items():
+            # what an undo would put back: another plugin call's write of the same variable
+            # may be what this one found, and it is no more the application's than this one
+            base = _base.get(key, before)
+            if base == after and os.environ.get(key) == after:
+                continue
+            changed.append(key)
+            last = _last.get(key)
+            if last is not None and last[0] != ident:
+                continue  # written again since, by someone else: theirs stands
+            try:  # noqa: SIM105 - contextlib is not imported on the selection path
+                _write_back(key, base)
+            except Exception:
+                pass
+    return sorted(changed)
+
+
+_libc: Any = None
+
+
+def _c_environ() -> dict[bytes, bytes] | None:
+    """The C environment (what a runtime's ``getenv`` reads), where ``ctypes`` is already
+    loaded and this is Linux; None otherwise (importing ctypes costs more than a selection)."""
+    ctypes = sys.modules.get("ctypes")
+    if ctypes is None or not sys.platform.startswith("linux"):
+        return None
+    global _libc
+    try:
+        if _libc is None:
+            _libc = ctypes.CDLL(None)
+        env = ctypes.POINTER(ctypes.c_char_p).in_dll(_libc, "environ")
+        out: dict[bytes, bytes] = {}
+        i = 0
+        while env[i] is not None and i < 100_000:
+            k, _, v = env[i].partition(b"=")
+            out.setdefault(k, v)
+            i += 1
+        return out
+    except Exception:
+        return None
+
+
+class _State:
+    """The process-wide state a plugin call must leave as it found it, read before the call."""
+
+    __slots__ = ("c_env", "cwd", "data", "fds", "modules", "path", "profile", "rec", "seq", "trace")
+
+    def __init__(self) -> None:
+        self.seq = _seq
+        self.data = dict(os.environ._data)  # type: ignore[attr-defined]
+        self.c_env = _c_environ()
+        self.path = list(sys.path)
+        self.modules = sys.modules.copy()
+        try:
+            self.cwd: str | None = os.getcwd()
+        except OSError:
+            self.cwd = None
+        self.fds = tuple(_fd_open(fd) for fd in (0, 1, 2))
+        self.rec = sys.getrecursionlimit()
+        threading = sys.modules.get("threading")
+        self.trace = getattr(threading, "_trace_hook", None)
+        self.profile = getattr(threading, "_profile_hook", None)
+
+    def edits(self, writes: _Writes, ident: int) -> list[str]:
+        """What the call changed besides its recorded env writes, put back where safe."""
+        out: list[str] = []
+        added = [p for p in sys.path if p not in self.path]
+        if added or len(sys.path) < len(self.path):
+            out.append(f"changed sys.path (added {', '.join(map(repr, added[:3])) or 'nothing'})")
+            for p in added:
+                while p in sys.path:
+                    sys.path.remove(p)
+        mods = sys.modules
+        replaced = [k for k, m in self.modules.items() if mods.get(k, m) is not m]
+        if replaced:
+            out.append(f"replaced sys.modules entries ({', '.join(sorted(replaced)[:3])})")
+            for k in replaced:
+                mods[k] = self.modules[k]
+        try:
+            cwd: str | None = os.getcwd()
+        except OSError:
+            cwd = None
+        if cwd != self.cwd:
+            out.append("changed the working directory (os.chdir)")
+            if self.cwd is not None:
+                try:  # noqa: SIM105 - contextlib is not imported on the selection path
+                    os.chdir(self.cwd)
+                except OSError:
+                    pass
+        for fd, was in zip((0, 1, 2), self.fds, strict=True):
+            if was and not _fd_open(fd):
+                out.append(f"closed file descriptor {fd} (cannot be undone)")
+        if sys.getrecursionlimit() != self.rec:
+            out.append("changed the recursion limit (sys.setrecursionlimit)")
+            try:  # noqa: SIM105
+                sys.setrecursionlimit(self.rec)
+            except Exception:
+                pass
+        thr = sys.modules.get("threading")
+        if thr is not None:
+            for attr, hook, how in (
+                ("_trace_hook", self.trace, "threading.settrace"),
+                ("_profile_hook", self.profile, "threading.setprofile"),
+            ):
+                if getattr(thr, attr, None) is not hook:
+                    out.append(f"installed a hook for every new thread ({how})")
+                    setattr(thr, attr, hook)
+        out.extend(self._env_bypass(writes, ident))
+        return out
+
+    def _env_bypass(self, writes: _Writes, ident: int) -> list[str]:
+        """Environment changes that did not go through os.putenv/os.unsetenv: judged only
+        where the C environment was read before the call too (``ctypes`` loaded), because
+        only it tells an edit of os.environ's mapping from an application write still under
+        way (``os.environ`` calls putenv first, then updates its mapping)."""
+        if self.c_env is None:
+            return []
+        found: list[str] = []
+        data = os.environ._data  # type: ignore[attr-defined]
+        fsdecode = os.fsdecode
+
+        def others(key: str) -> bool:  # written through os.environ by another thread
+            last = _last.get(key)
+            return last is not None and last[0] != ident
+
+        with _env_lock:
+            after = _c_environ()
+            if after is None:
+                return []
+            before = self.c_env
+            real_put, real_unset = _saved or _originals
+            for k in set(self.data) | set(data):
+                key = fsdecode(k)
+                now = data.get(k)
+                if (
+                    now != self.data.get(k)
+                    and now != after.get(k)
+                    and key not in writes
+                    and not others(key)
+                ):  # the mapping changed and no longer says what the C environment holds
+                    found.append(f"{key} (edited os.environ's mapping)")
+                    if k in after:
+                        data[k] = after[k]
+                    else:
+                        data.pop(k, None)
+            for k in set(before) | set(after):
+                key = fsdecode(k)
+                if (
+                    after.get(k) != before.get(k)
+                    and key not in writes
+                    and not others(key)
+                    and data.get(k) != after.get(k)
+                ):  # the C value changed behind os.environ's back
+                    found.append(f"{key} (set in the C environment, bypassing os.environ)")
+                    try:
+                        if data.get(k) is not None:
+                            real_put(k, data[k])
+                        else:
+                            real_unset(k)
+                    except Exception:
+                        pass
+        return [f"changed the environment: {', '.join(sorted(found))}"] if found else []
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+        return True
+    except OSError:
+        return False
+
+
+def reset_after_fork() -> None:
+    """In a forked child: only the forking thread survives, and no plugin call runs."""
+    global _env_lock, _active, _saved
+    _env_lock = _thread.RLock()
+    _recorders.clear()
+    _abandoned.clear()
+    _undoing.clear()
+    _last.clear()
+    _base.clear()
+    _active = 0
+    if _saved is not None and os.putenv is _putenv:
+        os.putenv, os.unsetenv = _saved
+    _saved = None

@@ -25,10 +25,11 @@ else
   torch_index=(--extra-index-url "$TORCH_CPU_INDEX")
 fi
 .venv/bin/python -m pip install -q --retries 2 -c .ci/constraints.txt ${torch_index[@]+"${torch_index[@]}"} "torch==2.13.0"
-# transformers[kernels] is bounded so pip picks a kernels release that fits (see
-# pyproject.toml). .ci/constraints.txt pins the versions the tests and the generated docs were
-# checked against, so a new upstream release cannot change them. torch is already satisfied.
-.venv/bin/python -m pip install -q -c .ci/constraints.txt -e ".[dev,transformers,docs]" "${plugins[@]}"
+# .ci/constraints.txt pins the versions the tests and the generated docs were checked
+# against (the published extras take ranges), so a new upstream release cannot change them.
+# torch is already satisfied. The developer's tools are PEP 735 dependency groups of
+# pyproject.toml, not published extras: pip >= 25.1 installs them with --group.
+.venv/bin/python -m pip install -q -c .ci/constraints.txt --group dev --group docs -e ".[transformers]" "${plugins[@]}"
 # Two test processes (pytest-xdist): the suite waits mostly on child processes (CLI runs,
 # torchrun, the tiny model), so two workers finish sooner even on a two-core machine; pass
 # -n 0 to run in one process.

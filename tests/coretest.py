@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -86,6 +87,7 @@ from hwbackends.plugin import BaseBackend
 
 class Backend(BaseBackend):
     name: ClassVar[str] = "{name}"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "{name}"
     priority: ClassVar[int] = {priority}
     device_nodes: ClassVar[tuple[str, ...]] = ("{name}{{n}}",)
@@ -94,6 +96,12 @@ class Backend(BaseBackend):
 
 def good_plugin(name: str, priority: int = 50) -> str:
     return GOOD.format(name=name, priority=priority)
+
+
+def dtype_text(name: str) -> str:
+    """``str()`` of the ``dtype`` that pretrained_kwargs() returns: a torch dtype where torch
+    is installed, else its name (.ci/wheels.sh runs the tests without torch)."""
+    return f"torch.{name}" if importlib.util.find_spec("torch") is not None else name
 
 
 def clean_env(**extra: str) -> dict[str, str]:

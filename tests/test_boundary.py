@@ -99,6 +99,10 @@ def test_core_alone_on_a_gpu_box_says_which_plugin_to_install() -> None:
         "2 NVIDIA GPU(s) found (0000:41:00.0, 0000:c1:00.0), but hwbackends-cuda is not "
         f"installed. Fix: pip install {local} (from this checkout)"
     )
+    if checkout is None:  # the core was installed from its wheel (.ci/wheels.sh)
+        assert (cmd, which) == ("pip install hwbackends-cuda", "published package")
+    else:  # installed from this checkout: the command is the local plugin folder
+        assert which == "from this checkout" and cmd.endswith("plugins/hwbackends-cuda")
 
 
 def test_install_command_from_a_checkout_and_published(tmp_path: Path) -> None:
@@ -178,6 +182,7 @@ def test_a_plugin_read_hook_that_raises_is_the_plugins_fault(tmp_path: Path) -> 
 
     class Acme(mod.BaseBackend):  # type: ignore[name-defined, misc]
         name = "acme"
+        api_version = 1
         device_type = "acme"
         vendor = "acme"
         pci_vendor_ids = (0x1F2A,)

@@ -206,6 +206,7 @@ from hwbackends.plugin import BaseBackend
 
 class Backend(BaseBackend):
     name: ClassVar[str] = "{name}"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "{name}"
     priority: ClassVar[int] = {priority}
     vendor: ClassVar[str] = "nvidia"

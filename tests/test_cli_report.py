@@ -64,9 +64,14 @@ def test_output_is_complete_on_narrow_encodings(encoding: str, argv: list[str]) 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
 @pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_a_full_stdout_is_a_clear_error_not_an_internal_one(extra: list[str]) -> None:
+@pytest.mark.parametrize("dev_mode", ["", "1"], ids=["default", "dev-mode"])
+def test_a_full_stdout_is_a_clear_error_not_an_internal_one(
+    extra: list[str], dev_mode: str
+) -> None:
+    """Python 3.13 prints what the io finalizer raises, as -X dev does on every release: the
+    dev-mode runs find on 3.10-3.12 what 3.13 shows by default."""
     with open("/dev/full", "wb") as full:
-        proc = cli("env", "--host", EIGHT, *extra, stdout=full)
+        proc = cli("env", "--host", EIGHT, *extra, stdout=full, PYTHONDEVMODE=dev_mode)
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert err.startswith(
@@ -332,6 +337,9 @@ def test_an_unknown_command_gets_the_close_one() -> None:
 
 
 def test_the_docs_carry_a_complete_generated_env_report() -> None:
+    pytest.importorskip(
+        "transformers", reason="the expected output was made with Transformers installed"
+    )
     page = (ROOT / "docs" / "generated" / "env-report.md").read_text(encoding="utf-8")
     shown = page.split("```console\n", 1)[1].split("\n```", 1)[0].splitlines()
     assert shown[0] == "$ COLUMNS=100 hwbackends env --host docs/hosts/eight-h100.json"

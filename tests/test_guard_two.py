@@ -42,6 +42,7 @@ MODE = {mode!r}
 
 class Backend(BaseBackend):
     name: ClassVar[str] = "acme"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "acme"
     priority: ClassVar[int] = 95
 

@@ -181,6 +181,7 @@ from hwbackends.plugin import BaseBackend
 
 class Backend(BaseBackend):
     name: ClassVar[str] = "acme"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "acme"
     priority: ClassVar[int] = 95
     device_nodes: ClassVar[tuple[str, ...]] = ("acme{{n}}",)

@@ -17,7 +17,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from coretest import pci_function, pip_install
+from coretest import dtype_text, pci_function, pip_install
 
 FIXTURE = Path(__file__).parent / "fixtures" / "outside"
 REPO = Path(__file__).resolve().parents[1]
@@ -217,7 +217,7 @@ def test_explain_and_the_integrations(site: Path, root: Path) -> None:
     got = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert got.returncode == 0, got.stderr
     assert json.loads(got.stdout) == {
-        "device_map": "acme:0", "dtype": "torch.bfloat16", "attn": "sdpa", "bf16": True,
+        "device_map": "acme:0", "dtype": dtype_text("bfloat16"), "attn": "sdpa", "bf16": True,
     }  # fmt: skip
 
 
@@ -356,6 +356,7 @@ def test_a_second_plugin_for_the_same_cards_is_named_with_the_setting(
 
             class AltBackend(BaseBackend):
                 name = "acmealt"
+                api_version = 1
                 device_type = "acmealt"
                 vendor = "acmealt"
                 pci_vendor_ids = (0x1F2A,)

@@ -9,6 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from the `test` dependency group
+    import tomli as tomllib
+
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 
@@ -16,7 +23,9 @@ README = ROOT / "README.md"
 def test_readme_setup_installs_the_core_and_every_plugin() -> None:
     """The first command installs the core and every in-repo plugin before ``hwbackends env``,
     so that the report is right on an accelerator machine; the second runs the test suite."""
-    blocks = re.findall(r"```bash\n(.*?)```", README.read_text(), re.S)
+    text = README.read_text()
+    checkout = text[text.index("## From a checkout") :]
+    blocks = re.findall(r"```bash\n(.*?)```", checkout, re.S)
     assert [b.strip() for b in blocks[1:2]] == ["bash scripts/test.sh"]
     steps = [shlex.split(step) for step in blocks[0].strip().split("&&")]
     installs = [s for s in steps if s[:1] and s[0].endswith("pip") and "install" in s]
@@ -34,7 +43,20 @@ def test_readme_setup_installs_the_core_and_every_plugin() -> None:
     assert last[0].endswith("hwbackends") and last[1:] == ["env"], last
 
 
+def test_readme_install_names_the_core_extras() -> None:
+    """The index install: an extra that exists, the command that shows the report."""
+    text = README.read_text()
+    block = re.findall(r"```bash\n(.*?)```", text[: text.index("## From a checkout")], re.S)
+    assert [b.strip() for b in block] == ['pip install "hwbackends[cuda]" && hwbackends env']
+    extras = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    named = re.search(r"extras pull them in \((.*?)\)", " ".join(text.split()))
+    assert named is not None
+    listed = re.findall(r"`(\w+)`", named.group(1))
+    assert set(listed) == set(extras["optional-dependencies"]) - {"torch", "transformers"}
+
+
 def test_readme_transformers_usage_runs(tmp_path: Path) -> None:
+    __import__("transformers"), __import__("torch")  # the block runs them in a child process
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
     assert len(blocks) == 1
     setup = (

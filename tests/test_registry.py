@@ -88,7 +88,20 @@ BROKEN = {
     ),
     "api-version": (
         good_plugin("{n}") + "    api_version = 2\n",
-        "declares plugin API version 2 but this hwbackends speaks version 1",
+        f"Backend was written for plugin API version 2, but hwbackends "
+        f"{hwbackends.__version__} speaks plugin API version 1; install a release of "
+        "hwbackends-bad written for API 1, or a hwbackends release that speaks API 2",
+    ),
+    # BaseBackend carries no api_version: a class that declares none is not loaded
+    "api-undeclared": (
+        good_plugin("{n}").replace("    api_version: ClassVar[int] = 1\n", ""),
+        "Backend declares no plugin API version (no api_version in its class); hwbackends "
+        f"{hwbackends.__version__} speaks plugin API version 1: install a release of "
+        "hwbackends-bad that declares it, or add `api_version = 1` to the class",
+    ),
+    "api-not-int": (
+        good_plugin("{n}") + "    api_version = '1'\n",
+        "Backend.api_version is '1', expected an int (the plugin API version it was written for)",
     ),
     "wrong-name": (good_plugin("other"), "its entry point is named"),
     "sys-exit": ("import sys\nsys.exit(3)\n", "raised SystemExit"),

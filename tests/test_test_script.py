@@ -27,7 +27,9 @@ def test_the_cpu_index_is_written_in_the_script_and_used_without_a_gpu() -> None
     step = _torch_step()
     assert step[:4] == [".venv/bin/python", "-m", "pip", "install"] and "INDEX" in step
     # the main install comes after torch, under the same constraints
-    assert SCRIPT.index('"torch==2.13.0"') < SCRIPT.index('-e ".[dev,transformers,docs]"')
+    assert SCRIPT.index('"torch==2.13.0"') < SCRIPT.index(
+        '--group dev --group docs -e ".[transformers]"'
+    )
 
 
 def test_the_script_says_it_shares_the_readme_venv() -> None:

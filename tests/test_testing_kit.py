@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 from coretest import pip_install
 
+import hwbackends
 from hwbackends import Host, Probe
 from hwbackends.plugin import BaseBackend
 from hwbackends.testing import (
@@ -149,6 +150,7 @@ def test_vendor_ci_catches_devices_that_raise_without_the_hardware() -> None:
 
 class Good(BaseBackend):
     name: ClassVar[str] = "omega"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "omega"
     vendor: ClassVar[str | None] = "omegacorp"
 
@@ -158,8 +160,13 @@ HOST = Host.from_dict(
 )
 
 
-class NoApi(Good):
+class OtherApi(Good):
     api_version: ClassVar[int] = 7  # type: ignore[misc]
+
+
+class NoApi(BaseBackend):  # declares everything but the plugin API it was written for
+    name: ClassVar[str] = "omega"
+    device_type: ClassVar[str] = "omega"
 
 
 class Raises(Good):
@@ -193,10 +200,16 @@ class NoHint(Good):
 
 def test_check_protocol_messages() -> None:
     assert check_protocol(Good, "omega") == []
+    speaks = f"hwbackends {hwbackends.__version__} speaks plugin API version 1"
+    assert check_protocol(OtherApi) == [
+        f"OtherApi was written for plugin API version 7, but {speaks}; install a release of "
+        "the plugin written for API 1, or a hwbackends release that speaks API 7 (the docs "
+        "list them: Writing a backend, 'Plugin API versions')"
+    ]
     assert check_protocol(NoApi) == [
-        "NoApi declares plugin API version 7 but this hwbackends speaks version 1; install a "
-        "release of the plugin built for hwbackends API 1, or a hwbackends release matching "
-        "the plugin"
+        f"NoApi declares no plugin API version (no api_version in its class); {speaks}: "
+        "install a release of the plugin that declares it, or add `api_version = 1` to the "
+        "class if it is written for that API"
     ]
     assert check_protocol(Raises) == [
         "Raises() raised OSError: opened /dev/omega0; a backend must construct without "

@@ -60,6 +60,7 @@ from hwbackends.plugin import BaseBackend
 
 class Backend(BaseBackend):
     name = {name!r}
+    api_version = 1
     device_type = {name!r}
     vendor = {name!r}
     priority = 10

@@ -162,6 +162,10 @@ class BaseBackend:
     read its visibility variables and name the software:
 
     * ``name`` (the entry-point name), ``device_type`` (torch's device string), ``display``;
+    * ``api_version``: the plugin API the class was written for (:data:`API_VERSION` of the
+      hwbackends it was written against). Required, in the plugin's own class: BaseBackend
+      carries none, so that a plugin is never loaded by a core speaking another version just
+      because it inherited the core's value;
     * ``vendor``: the key of this hardware's devices in a ``Host`` (host files use it);
     * ``pci_vendor_ids``, optionally narrowed by ``pci_device_ids`` and ``pci_classes``: the
       PCI functions that are this hardware (``Host.from_system`` reads exactly these);
@@ -188,7 +192,7 @@ class BaseBackend:
 
     name: ClassVar[str]
     device_type: ClassVar[str]
-    api_version: ClassVar[int] = API_VERSION
+    api_version: ClassVar[int]  # declared by each plugin class, never inherited from here
     priority: ClassVar[int] = 50
     display: ClassVar[str] = ""
     vendor: ClassVar[str | None] = None

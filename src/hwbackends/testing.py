@@ -18,8 +18,10 @@ visibility round-trips (every device can be selected alone), that what ``hwbacke
 well-formed and sourced, and that its simulated hosts select it. The same checks are available
 as plain functions (``check_*``) returning problem lists.
 
-This module is registered as a pytest plugin (entry point ``pytest11``) and provides the
-``hwbackends_host`` fixture: a factory for simulated hosts.
+The ``hwbackends_host`` fixture (a factory for simulated hosts) is in every pytest session
+where hwbackends is installed: the core's ``pytest11`` entry point registers it without
+loading this module (``hwbackends._pytest_plugin``). The kit needs pytest, which the core does
+not: importing it without pytest fails with a message that says so.
 """
 
 from __future__ import annotations
@@ -28,11 +30,20 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pytest
+try:
+    import pytest
+except ModuleNotFoundError as exc:  # the core runs without pytest; only the kit needs it
+    if exc.name != "pytest":
+        raise
+    raise ModuleNotFoundError(
+        "hwbackends.testing, the conformance kit, runs under pytest, which is not installed "
+        "here. Expected pytest>=8 in this environment. Fix: pip install pytest",
+        name="pytest",
+    ) from None
 
 from hwbackends._base.errors import VisibilityError
 from hwbackends._base.protocol import Backend, Capabilities, Device, Probe
@@ -40,6 +51,7 @@ from hwbackends._base.settings import Settings
 from hwbackends._discovery.loading import api_problem, protocol_problems
 from hwbackends._discovery.scan import EntryPointSpec
 from hwbackends._machine.host import Host
+from hwbackends._pytest_plugin import hwbackends_host
 from hwbackends._selection.registry import Registry
 
 __all__ = [
@@ -446,13 +458,3 @@ class BackendContract:
                 why = r.status(name).reason
                 problems.append(f"host {h.source} selected {r.chosen}, not {name}: {why}")
         _fail(problems)
-
-
-@pytest.fixture
-def hwbackends_host() -> Callable[..., Host]:
-    """Build a simulated host: ``hwbackends_host(devices=[...], torch={...})``."""
-
-    def make(**fields: Any) -> Host:
-        return Host.from_dict(fields)
-
-    return make

@@ -9,6 +9,8 @@
 * Blocks of any other language (``text``, ``json``) are not run and not collected. A block
   preceded by ``<!-- no-test: REASON -->`` is collected as a skip that shows the reason; the
   reason is required.
+  A block preceded by ``<!-- needs: torch -->`` names what it imports (documentation
+  only: a missing module is a failure, as for every test).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ DOCS = ROOT / "docs"
 BIN = Path(sys.executable).parent
 RUN_LANGS = {"python", "console", "bash", "shell", "sh"}
 _FENCE = re.compile(r"^```([\w-]*)\s*$")
-_MARK = re.compile(r"^<!--\s*(no-test|expect-exit)\s*:?\s*(.*?)\s*-->\s*$")
+_MARK = re.compile(r"^<!--\s*(no-test|expect-exit|needs)\s*:?\s*(.*?)\s*-->\s*$")
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,7 @@ class Block:
     code: str
     skip: str | None
     exit_code: int
+    needs: tuple[str, ...] = ()
 
     @property
     def id(self) -> str:
@@ -72,6 +75,7 @@ def extract(path: Path) -> list[Block]:
                     code="\n".join(body) + "\n",
                     skip=marks.get("no-test"),
                     exit_code=int(marks.get("expect-exit", "0") or 0),
+                    needs=tuple(marks.get("needs", "").replace(",", " ").split()),
                 )
             )
             marks = {}
@@ -240,6 +244,8 @@ def test_a_no_test_marker_is_on_a_runnable_block() -> None:
     ids=[b.id for b in RUNNABLE],
 )
 def test_example(block: Block, tmp_path: Path) -> None:
+    for module in block.needs:
+        __import__(module)  # a declared-absent module skips (conftest.py); others must import
     if block.lang == "python":
         run_python(block, tmp_path)
     else:

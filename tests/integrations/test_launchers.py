@@ -297,7 +297,7 @@ def test_sbatch_requests_devices_and_leaves_visibility_to_slurm() -> None:
 
 # -- real job shapes inside a Slurm allocation (issue 22) ---------------------------------
 
-MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (the dev extra)
+MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (dev group)
 
 
 # The batch shell of `sbatch --ntasks=3` on one node, as sbatch(1) OUTPUT ENVIRONMENT

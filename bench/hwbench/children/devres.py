@@ -94,6 +94,7 @@ def _cuda_backend() -> tuple[Any, str]:
 
         class StandIn(BaseBackend):
             name = "cuda"
+            api_version = 1
             device_type = "cuda"
             vendor = "nvidia"
 

@@ -26,6 +26,7 @@ class NoSuchDevice(BaseBackend):
     """A backend whose torch module does not exist: torch.nosuchdev."""
 
     name: ClassVar[str] = "nosuchdev"
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "nosuchdev"
 
     def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:

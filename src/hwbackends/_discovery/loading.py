@@ -46,14 +46,31 @@ def guarded(
 
 
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
-    """Why a backend class's declared API version is refused, or None."""
+    """Why a backend class's declared plugin API version is refused, or None.
+
+    The class must declare ``api_version`` itself (``BaseBackend`` carries none): a plugin
+    written for API 1 must not pass for one written for whatever the installed core speaks."""
+    from hwbackends._version import __version__
+
     api = getattr(cls, "api_version", None)
-    if api == API_VERSION:
+    if type(api) is int and api == API_VERSION:
         return None
+    speaks = f"hwbackends {__version__} speaks plugin API version {API_VERSION}"
+    if api is None:
+        return (
+            f"{cls.__name__} declares no plugin API version (no api_version in its class); "
+            f"{speaks}: install a release of {dist} that declares it, or add "
+            f"`api_version = {API_VERSION}` to the class if it is written for that API"
+        )
+    if type(api) is not int:
+        return (
+            f"{cls.__name__}.api_version is {api!r}, expected an int (the plugin API version "
+            f"it was written for); {speaks}"
+        )
     return (
-        f"{cls.__name__} declares plugin API version {api!r} but this hwbackends speaks "
-        f"version {API_VERSION}; install a release of {dist} built for hwbackends "
-        f"API {API_VERSION}, or a hwbackends release matching the plugin"
+        f"{cls.__name__} was written for plugin API version {api}, but {speaks}; install a "
+        f"release of {dist} written for API {API_VERSION}, or a hwbackends release that "
+        f"speaks API {api} (the docs list them: Writing a backend, 'Plugin API versions')"
     )
 
 

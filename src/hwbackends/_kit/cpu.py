@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from hwbackends._version import API_VERSION
 from hwbackends.plugin import BaseBackend, common_attention
 
 TYPE_CHECKING = False  # see hwbackends.plugin: this module is on the cached-selection path
@@ -31,6 +32,7 @@ _KERNEL_CONFIG_SOURCE = (
 
 class CpuBackend(BaseBackend):
     name: ClassVar[str] = "cpu"
+    api_version: ClassVar[int] = API_VERSION  # built in: always the core's own
     device_type: ClassVar[str] = "cpu"
     priority: ClassVar[int] = 0  # every accelerator comes first
     distributed_backend: ClassVar[str] = "gloo"

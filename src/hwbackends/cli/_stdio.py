@@ -39,6 +39,11 @@ class _Router(io.TextIOBase):
     def flush(self) -> None:
         with contextlib.suppress(Exception):
             self._other.flush()
+        # The io finalizer flushes the router when it is collected, after the block below has
+        # closed the report's stream: nothing is left to write then, and Python 3.13 would
+        # print the ValueError as "Exception ignored" (earlier releases only in -X dev).
+        if self._report.closed:
+            return
         # a report that cannot be written (> /dev/full) must surface: cli.emit reports it
         self._report.flush()
 

@@ -19,11 +19,16 @@ if TYPE_CHECKING:
 
 __all__ = ["REPLACE_CLASSBackend"]
 
+__version__ = "0.1.0"
+
 
 class REPLACE_CLASSBackend(BaseBackend):
     """REPLACE_DISPLAY: every declaration below is read by the core."""
 
     name: ClassVar[str] = "REPLACE"
+    # The plugin API this class was written for: the core refuses it when it speaks
+    # another ("Plugin API versions" in the hwbackends docs maps them to releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "REPLACE_DEVICE"
     display: ClassVar[str] = "REPLACE_DISPLAY"
     priority: ClassVar[int] = 50

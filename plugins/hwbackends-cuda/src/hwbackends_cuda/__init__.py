@@ -52,6 +52,9 @@ class CudaBackend(BaseBackend):
     """NVIDIA GPUs. ``priority`` 100 equals rocm's: one torch build serves only one of them."""
 
     name: ClassVar[str] = "cuda"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "cuda"
     priority: ClassVar[int] = 100
     display: ClassVar[str] = "NVIDIA CUDA"

@@ -52,6 +52,9 @@ STACK = Stack(
 
 class MpsBackend(AcceleratorBackend):
     name: ClassVar[str] = "mps"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "mps"
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "apple"

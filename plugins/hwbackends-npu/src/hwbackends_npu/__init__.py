@@ -23,6 +23,9 @@ __version__ = "0.1.0"
 
 class NpuBackend(AcceleratorBackend):
     name: ClassVar[str] = "npu"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "npu"
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "huawei"

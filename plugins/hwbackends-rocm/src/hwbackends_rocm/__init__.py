@@ -69,6 +69,9 @@ class RocmBackend(BaseBackend):
     """AMD GPUs. ``priority`` 100 equals cuda's: one torch build serves only one of them."""
 
     name: ClassVar[str] = "rocm"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "cuda"
     priority: ClassVar[int] = 100
     display: ClassVar[str] = "AMD ROCm"

@@ -21,6 +21,9 @@ __version__ = "0.1.0"
 
 class TpuBackend(AcceleratorBackend):
     name: ClassVar[str] = "tpu"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "tpu"
     priority: ClassVar[int] = 50
     vendor: ClassVar[str | None] = "google"

@@ -32,6 +32,9 @@ def is_integrated(hd: HostDevice) -> bool:
 
 class XpuBackend(AcceleratorBackend):
     name: ClassVar[str] = "xpu"
+    # The plugin API this class was written for; the core refuses it when it speaks another
+    # (docs/writing-a-backend.md maps API versions to hwbackends releases).
+    api_version: ClassVar[int] = 1
     device_type: ClassVar[str] = "xpu"
     priority: ClassVar[int] = 40  # below dedicated accelerators and NVIDIA/AMD GPUs
     vendor: ClassVar[str | None] = "intel"

@@ -14,7 +14,6 @@ if sys.version_info >= (3, 11):
 else:  # Python 3.10: the same parser, from the `test` dependency group
     import tomli as tomllib
 
-import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"

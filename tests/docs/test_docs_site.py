@@ -27,9 +27,7 @@ def test_mkdocs_build_strict(tmp_path: Path) -> None:
 
 
 def test_generated_pages_are_current() -> None:
-    pytest.importorskip(
-        "transformers", reason="the expected output was made with Transformers installed"
-    )
+    __import__("transformers")  # the expected output was made with Transformers installed
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "gen_docs.py"), "--check"],
         cwd=ROOT,

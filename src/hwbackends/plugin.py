@@ -52,6 +52,7 @@ __all__ = [
     "list_dir",
     "match_node",
     "normalise_bus_id",
+    "pci_id",
     "read_text",
     "replace",
 ]
@@ -144,6 +145,22 @@ def list_dir(path: str) -> list[str]:
     from hwbackends._base.files import _listdir
 
     return _listdir(path)
+
+
+def pci_id(value: str | int | None) -> int | None:
+    """A PCI vendor or device id as a number (``"0x1b06"``, ``" 0x1B06 "`` or ``6918``), or None
+    for anything else: a host file or a sysfs file may hold anything there."""
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value if 0 <= value <= 0xFFFF else None
+    if not isinstance(value, str) or len(value) > 10:  # "0x" + 4 hex digits, and blanks
+        return None
+    try:
+        number = int(value.strip(), 16)
+    except ValueError:
+        return None
+    return number if 0 <= number <= 0xFFFF else None
 
 
 def normalise_bus_id(text: str) -> str | None:

@@ -187,14 +187,7 @@ def visibility_env(
     host: HostLike,
     env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Assignments that make exactly ``physical_indices`` visible, in that order.
-
-    Applied to an environment from which :func:`visibility_unset` names were removed, the
-    reader gives back ``physical_indices``; this is checked before returning, so a selection
-    the runtime cannot express on this host raises :class:`VisibilityError` instead.
-    ``env`` is the environment the indices were read under, where a runtime numbers devices
-    differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards).
-    """
+    """``hwbackends.visibility.visibility_env`` for a backend object or a rule (its docs)."""
     name, rules, view = _resolve(backend_name, host)
     out = rules.write(physical_indices, view, env)
     trace = Trace(name, out)

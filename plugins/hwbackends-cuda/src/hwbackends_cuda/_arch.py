@@ -208,13 +208,10 @@ def arch_for_name(name: str | None) -> ModelName | None:
 def arch_for_device_id(device_id: str | int | None) -> tuple[str, str | None] | None:
     """``(arch, product name)`` for an NVIDIA PCI device id (``"0x1b06"``), from the generated
     ``_pciids`` table (pci.ids + NVIDIA's compute-capability list); None when not listed."""
-    if device_id is None:
-        return None
-    if isinstance(device_id, str) and len(device_id) > 10:  # "0x" + 4 hex digits, and spaces
-        return None
-    try:
-        did = device_id if isinstance(device_id, int) else int(device_id.strip(), 16)
-    except (ValueError, AttributeError):  # a host file may hold anything there
+    from hwbackends.plugin import pci_id
+
+    did = pci_id(device_id)
+    if did is None:
         return None
     from ._pciids import CHIPS, DEVICES  # ~700 rows: only where an id must be looked up
 

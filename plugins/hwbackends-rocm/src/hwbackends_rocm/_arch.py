@@ -179,13 +179,10 @@ class PciRow:
 
 def pci_row(device_id: str | int | None) -> PciRow | None:
     """The generated ``_pciids`` row of an AMD PCI device id (``"0x740c"``), or None."""
-    if device_id is None:
-        return None
-    if isinstance(device_id, str) and len(device_id) > 10:  # "0x" + 4 hex digits, and spaces
-        return None
-    try:
-        did = device_id if isinstance(device_id, int) else int(device_id.strip(), 16)
-    except (ValueError, AttributeError):  # a host file may hold anything there
+    from hwbackends.plugin import pci_id
+
+    did = pci_id(device_id)
+    if did is None:
         return None
     from ._pciids import DEVICES  # ~1000 rows: only where an id must be looked up
 

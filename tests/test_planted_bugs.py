@@ -234,6 +234,7 @@ def test_a_slow_probe_is_reported_broken_by_selection(site: Site) -> None:
     (site.path / "hwb_planted_sync.py").write_text("job = None\n", encoding="utf-8")
     import importlib
 
+    importlib.invalidate_caches()  # the folder's listing may be cached from before the write
     sync = importlib.import_module("hwb_planted_sync")
     site.modules.append("hwb_planted_sync")
     sync.job = job

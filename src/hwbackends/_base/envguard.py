@@ -255,14 +255,18 @@ class _State:
             return last is not None and last[0] != ident
 
         with _env_lock:
+            # The mapping first, then the C environment: os.environ writes putenv before they
+            # update the mapping, so an application write under way never looks like an edit
+            # of the mapping (the C side is always at least as new as the copy read here).
+            mapping = dict(data)
             after = _c_environ()
             if after is None:
                 return []
             before = self.c_env
             real_put, real_unset = _saved or _originals
-            for k in set(self.data) | set(data):
+            for k in set(self.data) | set(mapping):
                 key = fsdecode(k)
-                now = data.get(k)
+                now = mapping.get(k)
                 if (
                     now != self.data.get(k)
                     and now != after.get(k)

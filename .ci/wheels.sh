@@ -29,7 +29,7 @@ hf=("transformers[kernels]")
 without=torch,accelerate,lightning_fabric
 [ ${#hf[@]} -gt 0 ] || without=$without,transformers,kernels
 export HWBACKENDS_TESTS_WITHOUT=$without
-"$v" -m pip install -q -c .ci/constraints.txt --group test --group lint --group release packaging ${hf[@]+"${hf[@]}"}
+"$v" -m pip install -q -c .ci/constraints.txt --group test --group lint --group release --group docs packaging ${hf[@]+"${hf[@]}"}
 "$v" -m pip install -q --no-index --find-links "$dist" "hwbackends[all]"
 # Run from outside the checkout so that only the installed files can be imported.
 (cd "$tmp" && "$v" - "$dist") <<'PY'

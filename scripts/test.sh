@@ -30,7 +30,7 @@ fi
 # torch is already satisfied. The developer's tools are PEP 735 dependency groups of
 # pyproject.toml, not published extras: pip >= 25.1 installs them with --group.
 .venv/bin/python -m pip install -q -c .ci/constraints.txt --group dev --group docs -e ".[transformers]" "${plugins[@]}"
-# Two test processes (pytest-xdist): the suite waits mostly on child processes (CLI runs,
-# torchrun, the tiny model), so two workers finish sooner even on a two-core machine; pass
-# -n 0 to run in one process.
-exec .venv/bin/python -m pytest -n 2 "$@"
+# One process: under pytest-xdist (-n 2, about 25 % faster here) the fork-during-import test
+# failed once in a CI run, so the suite stays serial until that is understood; pass -n 2 to
+# run it in two processes.
+exec .venv/bin/python -m pytest "$@"

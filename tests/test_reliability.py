@@ -598,6 +598,8 @@ def test_a_real_ctrl_c_stops_the_command_cleanly(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        # a test runner's worker may ignore SIGINT, and the child would inherit that
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     # Ctrl-C while the command waits for the plugin: the signal goes out only once the probe
     # has said it is running (no guess at how long startup takes)

@@ -181,7 +181,7 @@ def normalise_bus_id(text: str) -> str | None:
     (``00000000:3B:00.0``), or None: give the devices your ``read_devices`` adds their bus id
     this way, and merge with ``found`` by it.
 
-    :param text: a ``domain:bus:device.function`` address in any case, with any number of
+    :param text: a ``domain:bus:device.function`` address in either case, with up to 8
         domain digits.
     """
     from hwbackends._machine.evidence import normalise_bus_id as norm

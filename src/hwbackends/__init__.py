@@ -108,8 +108,16 @@ def __dir__() -> list[str]:
 def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> Backend:
     """The backend this process should use; cached per process for the defaults.
 
-    The first call of a process with the defaults first tries the selection cache
-    (``hwbackends._selection.cache``), which imports only the chosen backend's module.
+    The first call of a process with the defaults first tries the selection cache (a file in
+    the user's cache folder), which imports only the chosen backend's module when nothing
+    selection reads has changed; ``hwbackends.explain`` gives the reasons for the choice.
+
+    :param env: the environment to read ``HWBACKENDS_*`` settings and visibility variables
+        from; None: ``os.environ`` (or the ``env`` a simulated host file declares).
+    :param host: the machine to select for (``Host.from_file`` for a simulated one); None:
+        this machine, or the host file ``HWBACKENDS_HOST`` names.
+    :raises BackendUnavailableError: when no backend is available, or none of those
+        ``HWBACKENDS_BACKEND`` forces.
     """
     if env is None and host is None:
         from hwbackends._selection.cache import cached_backend

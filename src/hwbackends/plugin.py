@@ -111,6 +111,9 @@ def lazy(module: str, name: str) -> Any:
     ``pci_models = lazy("hwbackends_acme._facts", "PCI_MODELS")`` keeps the fact tables out
     of ``hwbackends.current()`` on machines that have none of the vendor's hardware: the
     probe reads only what it needs, and a table is imported the first time it is read.
+
+    :param module: the module that holds the value, imported on first access.
+    :param name: the value's name in that module.
     """
     return _Lazy(module, name)
 
@@ -134,6 +137,9 @@ def read_text(path: str, limit: int = 1 << 16) -> str | None:
 
     For ``read_devices`` hooks: never raises, never blocks on a FIFO, never reads more than
     ``limit``.
+
+    :param path: the file, under the ``root`` the hook was given.
+    :param limit: the most bytes read (64 KiB by default).
     """
     from hwbackends._base.files import _read_text
 
@@ -141,7 +147,10 @@ def read_text(path: str, limit: int = 1 << 16) -> str | None:
 
 
 def list_dir(path: str) -> list[str]:
-    """Sorted names in a folder, or ``[]`` when it cannot be listed."""
+    """Sorted names in a folder, or ``[]`` when it cannot be listed.
+
+    :param path: the folder, under the ``root`` a ``read_devices`` hook was given.
+    """
     from hwbackends._base.files import _listdir
 
     return _listdir(path)
@@ -149,7 +158,11 @@ def list_dir(path: str) -> list[str]:
 
 def pci_id(value: str | int | None) -> int | None:
     """A PCI vendor or device id as a number (``"0x1b06"``, ``" 0x1B06 "`` or ``6918``), or None
-    for anything else: a host file or a sysfs file may hold anything there."""
+    for anything else: a host file or a sysfs file may hold anything there.
+
+    :param value: a hexadecimal string (``0x`` optional, blanks ignored) or a number, in
+        ``0..0xFFFF``.
+    """
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int):
@@ -166,7 +179,11 @@ def pci_id(value: str | int | None) -> int | None:
 def normalise_bus_id(text: str) -> str | None:
     """A PCI address in sysfs's spelling (``0000:3b:00.0``) from any the kernel or tools write
     (``00000000:3B:00.0``), or None: give the devices your ``read_devices`` adds their bus id
-    this way, and merge with ``found`` by it."""
+    this way, and merge with ``found`` by it.
+
+    :param text: a ``domain:bus:device.function`` address in either case, with up to 8
+        domain digits.
+    """
     from hwbackends._machine.evidence import normalise_bus_id as norm
 
     return norm(text)
@@ -208,44 +225,74 @@ class BaseBackend:
     """
 
     name: ClassVar[str]
+    """The backend's name, the same as its entry-point name (``"acme"``): what
+    ``HWBACKENDS_BACKEND`` takes and every report shows."""
     device_type: ClassVar[str]
-    api_version: ClassVar[int]  # declared by each plugin class, never inherited from here
+    """Torch's device string (``"acme"`` for ``torch.device("acme:0")``)."""
+    api_version: ClassVar[int]
+    """The plugin API the class was written for (:data:`API_VERSION`); declared by each plugin
+    class itself, never inherited from here: a class without it is refused at load."""
     priority: ClassVar[int] = 50
+    """Order among available backends, highest first (``cpu`` is 0); a user's
+    ``HWBACKENDS_BACKEND`` preference always overrides it."""
     display: ClassVar[str] = ""
+    """The hardware's name in messages (``"Acme ATU"``); empty: ``name``."""
     vendor: ClassVar[str | None] = None
+    """The key of this backend's devices in a ``Host`` and in host files'
+    ``devices[].vendor``; None: the backend has no host devices."""
     pci_vendor_ids: ClassVar[tuple[int, ...]] = ()
-    pci_device_ids: ClassVar[tuple[int, ...]] = ()  # empty: every device id of the vendor
-    # PCI classes that count: 0x12 matches the base class, 0x0b40 base class and subclass.
-    # Empty: the vendor's display controllers (0x03), processing accelerators (0x12) and
-    # co-processors (0x0b40), never its NICs, audio functions or bridges; declare classes to
-    # count others (0x08 system peripherals, 0xff unassigned ...) or fewer.
+    """PCI vendor ids of the hardware (``0x1F2A``): ``Host.from_system`` reads the PCI
+    functions with these ids (narrowed by ``pci_device_ids`` and ``pci_classes``)."""
+    pci_device_ids: ClassVar[tuple[int, ...]] = ()
+    """Only these PCI device ids of the vendor count; empty: every device id of the vendor."""
     pci_classes: ClassVar[tuple[int, ...]] = ()
+    """PCI classes that count: ``0x12`` matches the base class, ``0x0b40`` base class and
+    subclass. Empty: the vendor's display controllers (``0x03``), processing accelerators
+    (``0x12``) and co-processors (``0x0b40``), never its NICs, audio functions or bridges;
+    declare classes to count others (``0x08`` system peripherals, ``0xff`` unassigned ...) or
+    fewer."""
     device_nodes: ClassVar[tuple[str, ...]] = ()
-    # /dev patterns of which each node is one device: with no other evidence of this backend's
-    # devices (a container given only the nodes), the core makes one device per node.
+    """``/dev`` names that show the driver: exact names, or patterns with one ``{n}`` standing
+    for digits (``"acme{n}"``; see :func:`match_node`)."""
     device_node_units: ClassVar[tuple[str, ...]] = ()
-    # Names of the sources ``read_devices`` reads devices from on its own (driver files), for
-    # the report; the core's own are "pci", "drm", "accel" and "dev".
+    """The patterns among ``device_nodes`` of which each node is one device: with no other
+    evidence of this backend's devices (a container given only the nodes), the core makes one
+    device per node."""
     evidence_sources: ClassVar[tuple[str, ...]] = ()
+    """Names of the sources ``read_devices`` reads devices from on its own (driver files,
+    ``"kfd"``), for the report; the core's own are ``"pci"``, ``"drm"``, ``"accel"`` and
+    ``"dev"``."""
     driver_modules: ClassVar[tuple[str, ...]] = ()
+    """Kernel modules whose ``/sys/module/<m>/version`` is the driver version
+    (``Host.drivers``); see :meth:`read_drivers`."""
     packages: ClassVar[tuple[str, ...]] = ()
+    """Distributions that must all be installed for the software to be ready
+    (``"torch-acme"``)."""
     torch_flavour: ClassVar[str | None] = None
+    """The torch build the device needs (``"cuda"``, ``"rocm"``, ``"xpu"``); None: any build,
+    as for an extension that runs on torch's stock CPU build."""
     install_hint: ClassVar[str] = ""
+    """The fix shown when the hardware is there and the software is not (``"pip install
+    torch-acme"``); empty: none."""
     distributed_backend: ClassVar[str] = "gloo"
-    #: The Slurm generic resource (GRES) the devices are scheduled as on a cluster: "gpu" makes
-    #: an sbatch plan request them with --gpus-per-node, another name with --gres=NAME:N;
-    #: None leaves the request to the user (the plan says so).
+    """The ``torch.distributed`` collective (``"nccl"``, ``"gloo"``) the default
+    :meth:`capabilities` reports."""
     slurm_gres: ClassVar[str | None] = None
-    #: The operating systems (``platform.system()`` names) the runtime ships for; a host on
-    #: another one cannot use the backend whatever hardware it has. Empty: no restriction.
+    """The Slurm generic resource (GRES) the devices are scheduled as on a cluster: ``"gpu"``
+    makes an sbatch plan request them with ``--gpus-per-node``, another name with
+    ``--gres=NAME:N``; None leaves the request to the user (the plan says so)."""
     systems: ClassVar[tuple[str, ...]] = ()
+    """The operating systems (``platform.system()`` names) the runtime ships for; a host on
+    another one cannot use the backend whatever hardware it has. Empty: no restriction."""
     visibility: ClassVar[VisibilityRule | None] = None
-    # Files or folders (relative to the root) whose change means the machine must be read
-    # again: driver files that ``read_devices`` uses. The selection cache watches them.
+    """The runtime's visibility rule (``IndexList("ACME_VISIBLE_DEVICES")``; see
+    ``hwbackends.visibility``); None: every device is visible and no selection can be pinned."""
     watch_paths: ClassVar[tuple[str, ...]] = ()
-    # The backend this one replaces when both are installed (a vendor's build of "cuda"):
-    # the replaced one is reported "disabled (replaced)" instead of a name clash.
+    """Files or folders (relative to the root) whose change means the machine must be read
+    again: driver files that ``read_devices`` uses. The selection cache watches them."""
     replaces: ClassVar[str | None] = None
+    """The backend this one replaces when both are installed (``"cuda"`` for a vendor's build
+    of it): the replaced one is reported "disabled (replaced)" instead of a name clash."""
 
     # -- reading the real machine ------------------------------------------------------------
 
@@ -261,6 +308,13 @@ class BaseBackend:
         and :func:`list_dir`; never import an SDK or open a device. Called by
         ``Host.from_system``; an exception is reported as this plugin's fault and ``found``
         is used instead.
+
+        :param root: the folder the machine is read under (``"/"``, or a copy of a machine's
+            files).
+        :param found: the PCI functions this backend claims, in PCI bus order.
+        :param system: the operating system, as ``platform.system()`` names it (``"Linux"``).
+        :param machine: the CPU architecture, as ``platform.machine()`` names it
+            (``"x86_64"``).
         """
         return found
 
@@ -269,7 +323,11 @@ class BaseBackend:
     def read_drivers(self, root: str) -> dict[str, str]:
         """Loaded driver versions: ``/sys/module/<m>/version`` of each ``driver_modules``; a
         module ``/proc/modules`` lists but ``/sys/module`` does not show is loaded, its
-        version unknown (``""``)."""
+        version unknown (``""``).
+
+        :param root: the folder the machine is read under (``"/"``, or a copy of a machine's
+            files).
+        """
         import os
 
         out: dict[str, str] = {}
@@ -291,12 +349,18 @@ class BaseBackend:
     # -- probe -----------------------------------------------------------------------------
 
     def matching_nodes(self, host: Host) -> list[str]:
-        """The host's ``/dev`` names that match ``device_nodes``."""
+        """The host's ``/dev`` names that match ``device_nodes``.
+
+        :param host: the machine.
+        """
         pats = self.device_nodes
         return [n for n in host.device_nodes if any(match_node(p, n) for p in pats)]
 
     def hardware_evidence(self, host: Host) -> list[str]:
-        """Lines of evidence that the hardware is present (empty: not present)."""
+        """Lines of evidence that the hardware is present (empty: not present).
+
+        :param host: the machine.
+        """
         ev: list[str] = []
         devs = self.host_devices(host)
         if devs:
@@ -309,7 +373,10 @@ class BaseBackend:
         return ev
 
     def software_problem(self, host: Host) -> str | None:
-        """Why the software is not ready, or None when it is."""
+        """Why the software is not ready, or None when it is.
+
+        :param host: the machine whose installed packages and torch build are checked.
+        """
         for pkg in self.packages:
             if host.package(pkg) is None:
                 return f"the {pkg} package is not installed"
@@ -324,7 +391,10 @@ class BaseBackend:
         return None
 
     def probe(self, host: Host) -> Probe:
-        """Is the hardware here, and is the software ready? Reads the ``Host`` only."""
+        """Is the hardware here, and is the software ready? Reads the ``Host`` only.
+
+        :param host: the machine.
+        """
         from hwbackends._base.protocol import Probe
 
         hw = self.hardware_evidence(host)
@@ -356,18 +426,25 @@ class BaseBackend:
 
     @property
     def display_name(self) -> str:
+        """The name shown in messages: ``display``, or ``name`` when none is declared."""
         return self.display or self.name
 
     # -- devices and visibility ------------------------------------------------------------
 
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
         """This backend's devices among the host's, in physical order; override to drop a
-        vendor's other functions (a BMC's VGA, crypto engines) or to add facts."""
+        vendor's other functions (a BMC's VGA, crypto engines) or to add facts.
+
+        :param host: the machine.
+        """
         return host.devices_of(self.vendor) if self.vendor else ()
 
     def own_host(self, host: Host) -> Host:
         """The host as this backend's runtime enumerates it: only ``host_devices()``, and
-        only this backend's drivers. The visibility rule reads this view."""
+        only this backend's drivers. The visibility rule reads this view.
+
+        :param host: the whole machine.
+        """
         from hwbackends._base.record import replace
 
         own = self.host_devices(host)
@@ -377,11 +454,18 @@ class BaseBackend:
         return replace(host, devices=own, drivers=drivers)
 
     def host_view(self, host: Host) -> Host:
-        """Kept for callers of API 1: the same as :meth:`own_host`."""
+        """Kept for callers of API 1: the same as :meth:`own_host`.
+
+        :param host: the whole machine.
+        """
         return self.own_host(host)
 
     def explain_visibility(self, env: Mapping[str, str], host: Host) -> VisibilityReport:
-        """How this backend's runtime resolves ``env`` on ``host``, step by step."""
+        """How this backend's runtime resolves ``env`` on ``host``, step by step.
+
+        :param env: the environment whose visibility variables are read.
+        :param host: the machine whose devices they number.
+        """
         from hwbackends.visibility import explain_visibility
 
         return explain_visibility(self, env, host)
@@ -392,6 +476,9 @@ class BaseBackend:
         With ``visibility`` undeclared every device is visible in host order (and no
         selection can be pinned); with no host device, one device per matching ``/dev``
         name.
+
+        :param host: the machine.
+        :param env: the environment whose visibility variables decide what is seen.
         """
         own = self.host_devices(host)
         if not own and self.visibility is None:
@@ -416,7 +503,16 @@ class BaseBackend:
         sub_index: int | None,
         label: str | None,
     ) -> Device:
-        """Turn one visible unit into a ``Device``; override to add vendor facts."""
+        """Turn one visible unit into a ``Device``; override to add vendor facts.
+
+        :param index: the logical index (torch's ``f"{device_type}:{index}"``).
+        :param physical_index: the index in the runtime's physical enumeration.
+        :param hd: the host device the unit belongs to; None when there is none (a unit made
+            from a ``/dev`` name).
+        :param sub_index: the MIG instance, tile or core within the device; None for a whole
+            device.
+        :param label: how the user or the runtime names the unit.
+        """
         from hwbackends._base.protocol import Device
 
         return Device(
@@ -434,7 +530,10 @@ class BaseBackend:
         )
 
     def arch_of(self, hd: HostDevice) -> str | None:
-        """The architecture key of one host device (``sm_90``, ``gfx942``), or None."""
+        """The architecture key of one host device (``sm_90``, ``gfx942``), or None.
+
+        :param hd: one of :meth:`host_devices`.
+        """
         return hd.arch
 
     def known_archs(self) -> tuple[str, ...] | None:
@@ -447,8 +546,14 @@ class BaseBackend:
     def confirm(self, host: Host, env: Mapping[str, str], *, timeout: float = 60.0) -> Confirmation:
         """Opt-in: run the real runtime in a subprocess and compare it with ``devices()``.
 
-        The only method that starts a device runtime, and only in a child process; see
-        :func:`hwbackends._selection.confirm.confirm`.
+        The only method that starts a device runtime, and only in a child process. A runtime
+        that cannot be asked (no torch, a crash, a timeout) gives ``ok=False`` with
+        ``checked=False`` rather than an exception.
+
+        :param host: the machine the prediction is made for.
+        :param env: the environment to predict under; the child runs with it laid over this
+            process's, with the backend's visibility variables exactly as in ``env``.
+        :param timeout: seconds to wait for the child before it counts as timed out.
         """
         from hwbackends._selection.confirm import confirm
 
@@ -461,8 +566,14 @@ class BaseBackend:
         host: Host | None = None,
         env: Mapping[str, str] | None = None,
     ) -> dict[str, str]:
-        """Assignments that make exactly ``physical_indices`` visible, in that order; raises
-        ``VisibilityError`` when the runtime cannot express the selection."""
+        """Assignments that make exactly ``physical_indices`` visible, in that order.
+
+        :param physical_indices: the devices to show, by ``Device.physical_index``.
+        :param host: the machine whose devices the indices number; None: an empty ``Host()``.
+        :param env: the environment the indices were read under, for runtimes that number
+            devices differently by a setting; None: no such setting.
+        :raises VisibilityError: when the runtime cannot express the selection.
+        """
         from hwbackends._machine.host import Host
         from hwbackends.visibility import visibility_env
 
@@ -485,7 +596,14 @@ class BaseBackend:
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
-        """The facts for one device (or the backend's defaults); plugins override this."""
+        """The facts for one device (or the backend's defaults); plugins override this.
+
+        The default states only ``float32``, fp32 training, :func:`common_attention` and
+        ``distributed_backend``.
+
+        :param device: the device (its ``arch`` is reported); None: the backend's defaults.
+        :param host: the machine; the default ignores it.
+        """
         from hwbackends._base.protocol import Capabilities
 
         return Capabilities(

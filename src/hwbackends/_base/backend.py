@@ -26,13 +26,32 @@ class Backend(Protocol):
     api_version: ClassVar[int]
     priority: ClassVar[int]
 
-    def probe(self, host: Host) -> Probe: ...
+    def probe(self, host: Host) -> Probe:
+        """Is the hardware here, and is the software ready? Reads ``host`` only, never raises.
 
-    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]: ...
+        :param host: the machine to look at (``Host.from_system()`` or a simulated host).
+        """
+        ...
+
+    def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
+        """The devices a process sees under ``env``, in logical (torch index) order.
+
+        :param host: the machine whose devices are numbered.
+        :param env: the environment whose visibility variables decide what is seen.
+        """
+        ...
 
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
-    ) -> Capabilities: ...
+    ) -> Capabilities:
+        """What a device can do, each fact with its source.
+
+        :param device: the device (its ``arch`` selects the facts); None: the backend's
+            defaults.
+        :param host: the machine, for facts that depend on what is installed there; None:
+            the answer without a machine.
+        """
+        ...
 
     def visibility_env(
         self,
@@ -40,4 +59,13 @@ class Backend(Protocol):
         *,
         host: Host | None = None,
         env: Mapping[str, str] | None = None,
-    ) -> dict[str, str]: ...
+    ) -> dict[str, str]:
+        """Environment assignments that make exactly ``physical_indices`` visible, in that order.
+
+        :param physical_indices: the devices to show, by ``Device.physical_index``.
+        :param host: the machine whose devices the indices number; None: an empty ``Host()``.
+        :param env: the environment the indices were read under, for runtimes that number
+            devices differently by a setting; None: no such setting.
+        :raises VisibilityError: when the runtime cannot express the selection.
+        """
+        ...

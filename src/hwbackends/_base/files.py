@@ -51,6 +51,9 @@ def match_node(pattern: str, name: str) -> bool:
 
     A pattern is an exact name, or a name with one ``{n}`` standing for one or more ASCII
     digits: ``"acme{n}"`` matches ``acme0`` and ``acme12`` but not ``acmectl``.
+
+    :param pattern: the declared pattern (an entry of ``BaseBackend.device_nodes``).
+    :param name: the name under ``/dev``.
     """
     head, sep, tail = pattern.partition("{n}")
     if not sep:

@@ -20,7 +20,11 @@ if TYPE_CHECKING:
 
     _T = Any
     Precision = Literal["bf16", "fp16", "fp32"]
+    """A training precision: ``"bf16"`` or ``"fp16"`` mixed precision, or ``"fp32"`` (none)."""
     SupportLevel = Literal["supported", "partial", "unsupported", "unknown"]
+    """How well a quantization method works on a device (``QuantSupport.status``):
+    ``"supported"`` (loads and runs), ``"partial"`` (loads with the caveat its reason states),
+    ``"unsupported"`` (refused before loading) or ``"unknown"`` (no data: a warning at load)."""
 
 
 __all__ = [
@@ -40,23 +44,38 @@ class Device:
     """One device as this process will see it."""
 
     backend: str
+    """Name of the backend that enumerated the device (``"cuda"``, ``"xpu"``)."""
     device_type: str
-    index: int  # logical: what torch calls f"{device_type}:{index}"
-    physical_index: int  # the runtime's physical enumeration (see hwbackends.visibility)
+    """Torch's device string for it (``"cuda"``, ``"xla"``)."""
+    index: int
+    """Logical index: what torch calls ``f"{device_type}:{index}"`` in this process."""
+    physical_index: int
+    """Index in the runtime's physical enumeration, before visibility variables apply (see
+    ``hwbackends.visibility``)."""
     uuid: str | None = None
+    """The device's UUID as the driver reports it, or None when unknown."""
     pci_bus_id: str | None = None
+    """PCI address (``"0000:3b:00.0"``), or None when unknown or not on PCI."""
     name: str | None = None
+    """Product name (``"Intel Gaudi 2"``), or None when unknown."""
     arch: str | None = None
+    """Architecture key the capability tables use (``"sm_90"``, ``"gfx942"``), or None."""
     memory_bytes: int | None = None
-    sub_index: int | None = None  # MIG instance, tile or NeuronCore within its device
+    """Device memory in bytes, or None when unknown."""
+    sub_index: int | None = None
+    """The MIG instance, tile or NeuronCore within its device; None for a whole device."""
     label: str | None = None
+    """How the user or the runtime names this unit (a UUID, an index, a ``/dev`` path), or
+    None."""
 
     @property
     def torch_device(self) -> str:
-        # torch has one CPU device; "cpu" is the idiomatic spelling.
+        """The string torch takes: ``"cuda:0"``, or ``"cpu"`` for the CPU (torch has one)."""
         return "cpu" if self.device_type == "cpu" else f"{self.device_type}:{self.index}"
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values, with ``torch_device`` and without ``backend`` and
+        ``device_type``."""
         return {
             "index": self.index,
             "physical_index": self.physical_index,
@@ -76,17 +95,25 @@ class Probe:
     """The answer to two questions: is the hardware here, and is the software ready for it?"""
 
     backend: str
+    """Name of the backend that probed."""
     hardware_present: bool
+    """Whether this backend's hardware is on the machine."""
     software_ready: bool
+    """Whether the software it needs (packages, torch build) is installed."""
     reason: str
+    """One sentence that explains both answers, shown in reports."""
     hint: str | None = None
+    """The fix for what ``reason`` describes (an install command), or None when there is none."""
     evidence: tuple[str, ...] = ()
+    """What was found, one line each (devices, ``/dev`` nodes, the software stack)."""
 
     @property
     def available(self) -> bool:
+        """Whether the backend can be used: hardware present and software ready."""
         return self.hardware_present and self.software_ready
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values, with ``available``."""
         return {
             "backend": self.backend,
             "available": self.available,
@@ -107,12 +134,18 @@ class AttentionOption:
     """
 
     name: str
+    """The ``attn_implementation`` value (``"sdpa"``, ``"flash_attention_2"``, a Hub repo id)."""
     source: str
+    """Where the fact comes from (a document, or the code that decides it)."""
     packages: tuple[str, ...] = ()
+    """Distributions that must all be installed for this option to load."""
     hub_kernel: str | None = None
+    """Hub repository loaded through ``kernels`` (which must be usable here), or None."""
     note: str = ""
+    """A short remark shown with the choice (``"PyTorch scaled_dot_product_attention"``)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values."""
         return {
             "name": self.name,
             "packages": list(self.packages),
@@ -128,13 +161,21 @@ class QuantSupport:
     minimum architecture and the packages it needs."""
 
     method: str
+    """Transformers' name of the method, lower case with ``_`` for ``-`` (``"fbgemm_fp8"``)."""
     status: SupportLevel
+    """``"supported"``, ``"partial"``, ``"unsupported"`` (refused before loading) or
+    ``"unknown"`` (a warning at load); see ``hwbackends.facts.SupportLevel``."""
     reason: str
+    """Why, in a sentence shown to the user with the status."""
     source: str
+    """Where the fact comes from."""
     min_arch: str | None = None
+    """The oldest architecture the method needs (``"sm_89"``), or None when none is stated."""
     packages: tuple[str, ...] = ()
+    """Distributions the method needs; loading is refused while one is missing."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values."""
         return {
             "method": self.method,
             "status": self.status,
@@ -153,10 +194,15 @@ class Limitation:
     """
 
     text: str
+    """The incompatibility and what to do about it, in a sentence."""
     source: str
+    """Where the fact comes from."""
     report_to_exclude: tuple[str, ...] = ()
+    """``report_to`` integrations (``"codecarbon"``) that ``hwbackends.accelerate`` drops from
+    the training arguments on this device."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values."""
         return {
             "text": self.text,
             "report_to_exclude": list(self.report_to_exclude),
@@ -169,23 +215,37 @@ class Capabilities:
     """What a device can do, each fact with its source (``sources`` maps field → source)."""
 
     backend: str
+    """Name of the backend that states these facts."""
     device_type: str
+    """Torch's device string (``"cuda"``; ``"xla"`` where a stack names the device so)."""
     arch: str | None
+    """Architecture key of the device (``"sm_90"``, ``"gfx942"``), or None when unknown."""
     dtypes: tuple[str, ...]
+    """Torch dtype names the device runs (``"float32"``, ``"bfloat16"``, ``"float16"``)."""
     training_precision: Precision
-    attention: tuple[AttentionOption, ...]  # best first; the last entries always work
+    """Mixed precision for training: ``"bf16"``, ``"fp16"`` or ``"fp32"`` (none)."""
+    attention: tuple[AttentionOption, ...]
+    """``attn_implementation`` options, best first; the last entries always work."""
     distributed_backend: str
-    kernel_device: str | None = None  # the ``kernels`` device key, or None if it has none
+    """The ``torch.distributed`` collective (``"nccl"``, ``"gloo"``, ``"xccl"``)."""
+    kernel_device: str | None = None
+    """The ``kernels`` device key (hub kernels), or None when the device has none."""
     kernel_layers: tuple[str, ...] = ()
+    """Layers that ``use_kernels=True`` maps to hub kernels for ``kernel_device``, sorted."""
     quantization: tuple[QuantSupport, ...] = ()
-    device_map_auto: bool = True  # can Accelerate's device_map="auto" see this device?
+    """What the backend knows of each quantization method; see :meth:`quant`."""
+    device_map_auto: bool = True
+    """Whether Accelerate's ``device_map="auto"`` can see this device."""
     limitations: tuple[Limitation, ...] = ()
+    """Known incompatibilities, each with what to do about it."""
     sources: Mapping[str, str] = field(default_factory=dict)
-    # dtype for loading weights for inference; None: follow training_precision
+    """Where each scalar fact comes from: field name (``"training_precision"``) -> source."""
     inference_dtype: str | None = None
-    # attn_implementation names that cannot work on this device, each with the plugin's
-    # reason and source: any name Transformers registers (flex_attention, ...) may be refused
+    """Dtype to load weights in for inference (``"bfloat16"``); None: follow
+    ``training_precision`` (see :attr:`load_dtype`)."""
     refused_attention: Mapping[str, str] = field(default_factory=dict)
+    """``attn_implementation`` names that cannot work on this device -> the plugin's reason and
+    source; any name Transformers registers (``"flex_attention"``, ...) may be refused."""
 
     @property
     def load_dtype(self) -> str:
@@ -195,6 +255,11 @@ class Capabilities:
         return {"bf16": "bfloat16", "fp16": "float16"}.get(self.training_precision, "float32")
 
     def quant(self, method: str) -> QuantSupport:
+        """What the backend knows of one quantization method; ``"unknown"`` when it lists none.
+
+        :param method: Transformers' method name (``"bitsandbytes"``, ``"fbgemm-fp8"``), in
+            any case and with ``-`` or ``_``.
+        """
         key = method.lower().replace("-", "_")
         for q in self.quantization:
             if q.method == key:
@@ -207,6 +272,7 @@ class Capabilities:
         )
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values, with ``load_dtype``."""
         return {
             "backend": self.backend,
             "device_type": self.device_type,

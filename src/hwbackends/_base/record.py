@@ -64,7 +64,14 @@ def field(
     compare: bool = True,
     repr: bool = True,
 ) -> Any:
-    """A field's default factory or options, as ``dataclasses.field``."""
+    """A field's default factory or options, as ``dataclasses.field``.
+
+    :param default: the field's default value.
+    :param default_factory: called with no argument to make each instance's default (for
+        mutable values such as ``dict``).
+    :param compare: whether ``==`` and ``hash`` use the field.
+    :param repr: whether ``repr`` shows the field.
+    """
     return _Field(default, default_factory, compare, repr)
 
 
@@ -274,7 +281,12 @@ else:
 
 
 def replace(obj: _R, /, **changes: Any) -> _R:
-    """A copy of a record (or a dataclass) with some fields changed."""
+    """A copy of a record (or a dataclass) with some fields changed.
+
+    :param obj: the record to copy.
+    :param changes: new values by field name.
+    :raises TypeError: when a name in ``changes`` is not a field.
+    """
     fields = type(obj).__dict__.get("__record_fields__")
     if fields is None:
         import dataclasses

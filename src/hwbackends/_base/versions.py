@@ -27,7 +27,11 @@ __all__ = [
 
 
 def release(version: str | None) -> tuple[int, ...]:
-    """The leading release numbers of a version (``"2.8.0+cu128"`` -> ``(2, 8, 0)``)."""
+    """The leading release numbers of a version (``"2.8.0+cu128"`` -> ``(2, 8, 0)``).
+
+    :param version: a version string; a pre-release tail ends the numbers (``"0.18.0rc1"`` ->
+        ``(0, 18, 0)``), and None or text without a leading number gives ``()``.
+    """
     out: list[int] = []
     for part in (version or "").split("+")[0].split("."):
         digits = ""
@@ -73,6 +77,10 @@ def version_in_range(version: str | None, low: str, high: str | None = None) -> 
 
     Pre-releases and dev releases sort before their release (``0.18.0rc1 < 0.18.0``), as in
     ``packaging.version``, which is what Transformers' own version checks use.
+
+    :param version: the version to check (an installed package's); None gives None.
+    :param low: the lowest version in the range (included).
+    :param high: the first version above the range (excluded); None: no upper bound.
     """
     plain = _plain_order(version, low, high)
     if plain is not None:
@@ -102,8 +110,11 @@ TORCH_INDEXES: Mapping[str, str] = {
 def torch_install_hint(flavour: str) -> str:
     """The pip command that installs a torch build of ``flavour`` (cuda, rocm, xpu, cpu).
 
-    Source: the PyTorch install selector (``_WHEEL_SOURCE``); the CUDA and ROCm index names
-    are the ones current for torch 2.8 and later (cu128, rocm6.4).
+    Source: the PyTorch install selector (https://pytorch.org/get-started/locally/); the CUDA
+    and ROCm index names are the ones current for torch 2.8 and later (cu128, rocm6.4).
+
+    :param flavour: a key of ``TORCH_INDEXES``.
+    :raises ValueError: when no wheel index is known for ``flavour``.
     """
     index = TORCH_INDEXES.get(flavour)
     if index is None:
@@ -112,7 +123,13 @@ def torch_install_hint(flavour: str) -> str:
 
 
 def torch_build_problem(host: Host, flavour: str) -> tuple[str, str] | None:
-    """Why the host's torch cannot drive a ``flavour`` device, and the command that fixes it."""
+    """Why the host's torch cannot drive a ``flavour`` device, and the command that fixes it.
+
+    :param host: the machine whose torch build (``Host.torch``) is checked.
+    :param flavour: the build the device needs, a key of ``TORCH_INDEXES`` (``"rocm"``).
+    :returns: ``(problem, fix)``, or None when the installed torch is such a build.
+    :raises ValueError: when no wheel index is known for ``flavour``.
+    """
     fix = torch_install_hint(flavour)
     if host.torch is None:
         return "torch is not installed", fix
@@ -131,5 +148,7 @@ def describes_drivers(host: Host) -> bool:
     The real machine always does. A host file that lists neither ``drivers`` nor
     ``device_nodes`` leaves them unknown: plugins should then assume the driver is loaded
     rather than report a missing driver the file never described.
+
+    :param host: the machine, real or simulated.
     """
     return not host.simulated or bool(host.drivers) or bool(host.device_nodes)

@@ -42,7 +42,10 @@ HF = "docs/reference/hf-integration.md"
 
 
 def major_minor(version: str | None) -> tuple[int, int] | None:
-    """``(major, minor)`` of a version string, or None when it has no such prefix."""
+    """``(major, minor)`` of a version string, or None when it has no such prefix.
+
+    :param version: a version (``"2.8.0+cu128"`` gives ``(2, 8)``); None gives None.
+    """
     from hwbackends._base.versions import release
 
     nums = release(version)
@@ -57,8 +60,12 @@ class PciModel:
     """What one PCI device id is: a product name, the architecture key, and the source."""
 
     name: str
+    """Product name (``"Intel Gaudi 2"``), given to devices the host lists without one."""
     arch: str
+    """Architecture key (``"gaudi2"``), given to devices the host lists without one; the key
+    of ``AcceleratorBackend.arch_facts``."""
     source: str
+    """Where the id's meaning comes from (a driver's id table, a vendor document)."""
 
 
 @frozen
@@ -66,8 +73,11 @@ class ArchFacts:
     """Data types and the recommended training precision of one architecture."""
 
     dtypes: tuple[str, ...]
+    """Torch dtype names the architecture runs; ``Capabilities.dtypes``."""
     training_precision: Precision
+    """``"bf16"``, ``"fp16"`` or ``"fp32"``; ``Capabilities.training_precision``."""
     source: str
+    """Where both facts come from (their ``Capabilities.sources`` entry)."""
 
 
 @frozen
@@ -81,20 +91,38 @@ class Stack:
     """
 
     label: str
+    """The stack's name in reports (``"torch-xla (PyTorch/XLA)"``)."""
     device_type: str
+    """Torch's device string under this stack (``"xla"``): the devices' and capabilities'
+    ``device_type`` while it runs."""
     distributed_backend: str
+    """The ``torch.distributed`` collective under this stack (``"xccl"``, ``"xla"``)."""
     source: str
+    """Where ``device_type`` and ``distributed_backend`` come from (their sources entry)."""
     packages: tuple[str, ...] = ()
+    """Distributions that must all be installed."""
     torch_flavour: str | None = None
+    """The torch build the stack needs (``"xpu"``); None: any build."""
     min_torch: str | None = None
+    """The oldest torch version the stack works with (``"2.7"``); None: any."""
     torch_matches: str | None = None
+    """A companion distribution released per torch version (``"torch-xla"``), whose
+    ``major.minor`` must equal torch's; None: no such check."""
     archs: frozenset[str] | None = None
+    """The architecture keys the stack supports; None: all."""
     kernel_device: str | None = None
+    """The ``kernels`` device key under this stack; None: no hub kernels."""
     device_map_auto: bool = True
+    """Whether Accelerate's ``device_map="auto"`` sees the devices under this stack."""
     limitations: tuple[Limitation, ...] = ()
+    """Limitations under this stack, reported after the backend's own."""
 
     def problem(self, host: Host, archs: frozenset[str]) -> str | None:
-        """Why this stack cannot run here, or None when it can."""
+        """Why this stack cannot run here, or None when it can.
+
+        :param host: the machine whose installed packages and torch are checked.
+        :param archs: the architecture keys of the backend's devices there (empty: none).
+        """
         from hwbackends._base.versions import torch_build_problem, version_in_range
 
         for pkg in self.packages:
@@ -133,14 +161,25 @@ class Stack:
 def flash_attention_2(
     *, packages: tuple[str, ...] = (), hub_kernel: str | None = None, note: str, source: str
 ) -> AttentionOption:
-    """``flash_attention_2`` as Transformers resolves it on a device of this family."""
+    """``flash_attention_2`` as Transformers resolves it on a device of this family.
+
+    :param packages: distributions that must be installed for it to load.
+    :param hub_kernel: the Hub repository loaded through ``kernels`` instead, or None.
+    :param note: a short remark shown with the choice.
+    :param source: where the fact comes from.
+    """
     return AttentionOption(
         "flash_attention_2", source=source, packages=packages, hub_kernel=hub_kernel, note=note
     )
 
 
 def hub_kernel_attention(repo: str, *, note: str, source: str) -> AttentionOption:
-    """An attention implementation loaded from the Hub through ``kernels`` by its repo id."""
+    """An attention implementation loaded from the Hub through ``kernels`` by its repo id.
+
+    :param repo: the Hub repository id, also the ``attn_implementation`` value.
+    :param note: a short remark shown with the choice.
+    :param source: where the fact comes from.
+    """
     return AttentionOption(repo, source=source, packages=("kernels",), hub_kernel=repo, note=note)
 
 
@@ -170,6 +209,10 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
     A quantizer whose gate rejects the device is "unsupported"; one that accepts it still
     depends on its packages and on facts the gate does not know, so it stays "unknown"
     unless the plugin says more. GGUF never rejects but dequantizes: "partial".
+
+    :param device_type: torch's device string (``"xpu"``) the quantizers' gates are asked about.
+    :returns: the "unsupported" methods and GGUF's "partial"; methods the gates accept are
+        left out.
     """
     from hwbackends._kit.hf_facts import QUANT_METHODS
 
@@ -218,24 +261,37 @@ class AcceleratorBackend(BaseBackend):
     only for something really specific to their hardware.
     """
 
-    # PCI device id ("0x0bd5") -> model; ``only_known_ids`` drops the vendor's other devices
-    # (the vendor id also covers NICs, VGA or crypto functions) and makes the table the
-    # ``pci_device_ids`` declaration, so the machine reader keeps only these.
     pci_models: ClassVar[Mapping[str, PciModel]] = {}
+    """PCI device id (``"0x0bd5"``) -> :class:`PciModel`: the name and architecture of each."""
     only_known_ids: ClassVar[bool] = False
+    """Drop the vendor's devices whose id is not in ``pci_models`` (the vendor id also covers
+    NICs, VGA or crypto functions), and make the table's ids the ``pci_device_ids``
+    declaration, so the machine reader keeps only these."""
     stacks: ClassVar[tuple[Stack, ...]] = ()
-    # Distributions of which at least one must be installed for any stack to run, where the
-    # stacks are alternatives (torch-tpu or torch-xla); empty: ``packages`` are all required.
+    """The software stacks that can drive the hardware, in preference order: the first that
+    runs is used."""
     software_packages: ClassVar[tuple[str, ...]] = ()
+    """Distributions of which at least one must be installed for any stack to run, where the
+    stacks are alternatives (``torch-tpu`` or ``torch-xla``); empty: ``packages`` are all
+    required."""
     hardware_hint: ClassVar[str] = ""
+    """The probe's hint when no hardware is found (``"MPS needs macOS on an Apple Silicon
+    (arm64) Mac"``); empty: none."""
     arch_facts: ClassVar[Mapping[str, ArchFacts]] = {}
+    """Architecture key -> its dtypes and training precision; see :meth:`facts_for`."""
     default_facts: ClassVar[ArchFacts] = ArchFacts(
         ("float32",), "fp32", "hwbackends: nothing is known about this architecture"
     )
+    """The facts of an architecture missing from ``arch_facts``, or unknown."""
     attention: ClassVar[tuple[AttentionOption, ...]] = common_attention()
+    """The attention options, best first; see :meth:`attention_for`."""
     quantization: ClassVar[tuple[QuantSupport, ...]] = ()
+    """The backend's quantization facts; each replaces :func:`code_gated_quantization`'s
+    entry for its method."""
     limitations: ClassVar[tuple[Limitation, ...]] = ()
+    """Limitations under every stack, reported before the running stack's own."""
     facts_sources: ClassVar[Mapping[str, str]] = {}
+    """``Capabilities.sources`` entries that replace or add to the computed ones."""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)
@@ -247,6 +303,10 @@ class AcceleratorBackend(BaseBackend):
     # -- hardware ----------------------------------------------------------------------------
 
     def model_of(self, hd: HostDevice) -> PciModel | None:
+        """The ``pci_models`` entry of a host device's PCI device id, or None.
+
+        :param hd: a host device; its id is read in any case, with or without ``0x``.
+        """
         did = (hd.pci_device_id or "").strip().lower()
         if did and not did.startswith("0x"):
             did = "0x" + did
@@ -256,24 +316,37 @@ class AcceleratorBackend(BaseBackend):
         """Whether a host device of ``vendor`` is one of this backend's accelerators.
 
         A device without a PCI id (a host file describing the accelerator directly) is kept.
+
+        :param hd: a host device of ``vendor``.
         """
         if not self.only_known_ids or hd.pci_device_id is None:
             return True
         return self.model_of(hd) is not None
 
     def enrich(self, hd: HostDevice) -> HostDevice:
-        """Fill in the name and architecture from the PCI id table where the host lacks them."""
+        """Fill in the name and architecture from the PCI id table where the host lacks them.
+
+        :param hd: a host device of ``vendor``.
+        """
         m = self.model_of(hd)
         if m is None or (hd.name and hd.arch):
             return hd
         return replace(hd, name=hd.name or m.name, arch=hd.arch or m.arch)
 
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
+        """The host's devices of ``vendor`` that :meth:`accepts`, completed by :meth:`enrich`.
+
+        :param host: the machine.
+        """
         if not self.vendor:
             return ()
         return tuple(self.enrich(d) for d in host.devices_of(self.vendor) if self.accepts(d))
 
     def archs(self, devices: tuple[HostDevice, ...]) -> frozenset[str]:
+        """The architecture keys of ``devices`` (:meth:`arch_of`), the unknown left out.
+
+        :param devices: host devices of this backend.
+        """
         return frozenset(a for a in (self.arch_of(d) for d in devices) if a)
 
     # -- software ----------------------------------------------------------------------------
@@ -283,7 +356,10 @@ class AcceleratorBackend(BaseBackend):
         none of ``software_packages`` (alternatives) when declared, else a missing one of
         ``packages`` or the wrong ``torch_flavour``; each of these fails every stack. When
         the declarations pass, the stacks decide (their fact modules load only then):
-        ``_CONSULT`` is returned."""
+        ``_CONSULT`` is returned.
+
+        :param host: the machine whose installed packages and torch build are checked.
+        """
         anyof = self.software_packages
         if anyof:
             if not any(host.package(p) is not None for p in anyof):
@@ -293,10 +369,19 @@ class AcceleratorBackend(BaseBackend):
         return _CONSULT if problem is None else problem
 
     def extra_problem(self, host: Host) -> str | None:
-        """A hardware-specific reason the software cannot run (override where needed)."""
+        """A hardware-specific reason the software cannot run (override where needed).
+
+        :param host: the machine.
+        """
         return None
 
     def find(self, host: Host) -> _Found:
+        """The hardware and software on ``host``, computed once: the devices, the evidence,
+        the first of ``stacks`` that runs (or None), why the software cannot run (None when
+        it can) and the devices' architectures.
+
+        :param host: the machine.
+        """
         devs = self.host_devices(host)
         archs = self.archs(devs)
         problems: list[str] = []
@@ -313,13 +398,23 @@ class AcceleratorBackend(BaseBackend):
         return _Found(devs, tuple(self.hardware_evidence(host)), chosen, problem, archs)
 
     def stack_for(self, host: Host | None) -> Stack | None:
-        """The stack that runs on ``host`` (None when none does or no host is given)."""
+        """The stack that runs on ``host`` (None when none does or no host is given).
+
+        :param host: the machine, or None.
+        """
         if host is None:
             return None
         f = self.find(host)
         return f.stack if f.problem is None else None
 
     def probe(self, host: Host) -> Probe:
+        """Is the hardware here, and does one of ``stacks`` run? Reads the ``Host`` only.
+
+        Without hardware, the declared packages are judged first and the stacks only when
+        they pass; the hint is then ``hardware_hint``.
+
+        :param host: the machine.
+        """
         if not self.hardware_evidence(host):
             # Nothing of this hardware here: the stacks (and the fact modules that declare
             # them) are not consulted; the declared packages say whether software is ready.
@@ -366,7 +461,12 @@ class AcceleratorBackend(BaseBackend):
     # -- devices -----------------------------------------------------------------------------
 
     def devices(self, host: Host, env: Mapping[str, str]) -> list[Device]:
-        """The visible units, resolved by the visibility layer over this backend's devices."""
+        """The visible units, resolved by the visibility layer over this backend's devices,
+        with the running stack's ``device_type``.
+
+        :param host: the machine.
+        :param env: the environment whose visibility variables decide what is seen.
+        """
         devs = super().devices(host, env)
         stack = self.stack_for(host)
         if stack is None or stack.device_type == self.device_type:
@@ -384,15 +484,35 @@ class AcceleratorBackend(BaseBackend):
         return self.stacks[0]
 
     def facts_for(self, arch: str | None, host: Host | None) -> ArchFacts:
-        """Precision facts for one architecture (override for host-dependent rules)."""
+        """Precision facts for one architecture (override for host-dependent rules).
+
+        :param arch: the architecture key; None or one missing from ``arch_facts`` gives
+            ``default_facts``.
+        :param host: the machine, or None; the default ignores it.
+        """
         return self.arch_facts.get(arch or "", self.default_facts)
 
     def attention_for(self, arch: str | None, stack: Stack) -> tuple[AttentionOption, ...]:
+        """The attention options for one architecture under one stack: ``attention`` by
+        default (override for rules that depend on either).
+
+        :param arch: the architecture key, or None when unknown.
+        :param stack: the stack the capabilities describe.
+        """
         return self.attention
 
     def capabilities(
         self, device: Device | None = None, *, host: Host | None = None
     ) -> Capabilities:
+        """The facts for one device from the declarations: those of the stack that runs on
+        ``host`` (else ``default_stack``), :meth:`facts_for` and :meth:`attention_for` its
+        architecture, the code-gated quantization with ``quantization`` over it, and the
+        backend's and the stack's limitations.
+
+        :param device: the device whose ``arch`` picks the facts; None: the first host
+            device's, when ``host`` is given.
+        :param host: the machine, which picks the stack; None: ``default_stack``.
+        """
         stack = self.stack_for(host) or self.default_stack
         arch = device.arch if device is not None else None
         if arch is None and host is not None:

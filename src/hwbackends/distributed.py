@@ -56,7 +56,16 @@ def backend_name(
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
 ) -> str:
-    """The process-group backend for this process's device (``gloo`` on CPU)."""
+    """The process-group backend for this process's device (``gloo`` on CPU).
+
+    :param backend: the hwbackends backend: an installed backend's name (``"cuda"``, which
+        must be available here), a backend object, or None for the one ``hwbackends.current``
+        selects.
+    :param env: the environment to read (visibility variables, ``HWBACKENDS_*`` settings);
+        None reads ``os.environ`` (or the environment a host file records).
+    :param host: the machine, a ``hwbackends.Host`` (``Host.from_file(path)``); None:
+        this one (or the host file ``HWBACKENDS_HOST`` names).
+    """
     return resolve_target(backend, env=env, host=host).caps.distributed_backend
 
 
@@ -81,6 +90,23 @@ def init_process_group(
 
     Pass any ``init_process_group`` keyword (``timeout``…) through ``kwargs``; ``backend=``
     here selects the hwbackends backend, not the collective.
+
+    :param backend: the hwbackends backend: an installed backend's name (``"cuda"``, which
+        must be available here), a backend object, or None for the one ``hwbackends.current``
+        selects.
+    :param env: the launcher's variables and the environment to read instead of
+        ``os.environ``, which is then left unchanged; None reads ``os.environ`` and exports
+        the torchrun-style variables found to it where unset.
+    :param host: the machine, a ``hwbackends.Host`` (``Host.from_file(path)``); None:
+        this one (or the host file ``HWBACKENDS_HOST`` names).
+    :param kwargs: passed on to ``torch.distributed.init_process_group``; ``collective=``
+        names the collective instead of the device's. Unless ``init_method`` or ``store`` is
+        given, ``rank`` and ``world_size`` default to the launcher's and the rendezvous is
+        ``tcp://MASTER_ADDR:MASTER_PORT`` (an in-memory store for one process without an
+        address).
+    :raises LaunchError: when the launcher's variables are malformed (see ``detect_launch``).
+    :raises RankError: when this process's local rank is unreadable or names no visible
+        device.
     """
     import os
 
@@ -123,12 +149,22 @@ class RankPlan:
     """One process of a launch: its ranks, device and environment."""
 
     local_rank: int
+    """The process's index on its node (``LOCAL_RANK``), from 0 to ``nproc_per_node - 1``."""
     rank: int
+    """The global rank (``RANK``): ``node_rank * nproc_per_node + local_rank``."""
     torch_device: str
+    """The torch device the rank uses (``"cuda:1"``: device ``LOCAL_RANK`` among the node's
+    visible ones); ``"cpu"`` on the cpu backend and for a rank beyond the node's devices."""
     physical: tuple[int, ...]
+    """The physical index of the rank's device (``Device.physical_index``, the numbering of
+    ``hwbackends.visibility``) as a one-element tuple; empty when it has none or the plan
+    was made without the hardware."""
     env: Mapping[str, str]
+    """The variables this rank runs with: the plan's ``node_env`` plus ``LOCAL_RANK``,
+    ``RANK``, ``LOCAL_WORLD_SIZE`` and ``WORLD_SIZE`` (remove ``node_unset`` first)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready plain data."""
         return {
             "local_rank": self.local_rank,
             "rank": self.rank,
@@ -143,27 +179,52 @@ class LaunchPlan:
     """A node's launch: the node-wide visibility, each rank, the commands and any problems."""
 
     backend: str
+    """The hwbackends backend the plan is for (``"cuda"``)."""
     collective: str
+    """The ``torch.distributed`` backend its ranks use (``"nccl"``, ``"gloo"``, ...)."""
     nproc_per_node: int
+    """Processes on each node: by default one per visible device (1 on the cpu backend)."""
     nnodes: int
+    """How many nodes the launch spans."""
     node_rank: int
-    node_env: Mapping[str, str]  # the node-wide visibility assignment
+    """This node's index, from 0 to ``nnodes - 1``."""
+    node_env: Mapping[str, str]
+    """The node-wide visibility assignment: pins exactly the devices the node's ranks use,
+    in logical order; empty when nothing is pinned (the cpu backend, a plan made without the
+    hardware, a runtime without a visibility variable, or a failure ``problems`` names)."""
     node_unset: tuple[str, ...]
+    """Variables to remove before applying ``node_env`` (the commands use ``env -u``)."""
     ranks: tuple[RankPlan, ...]
+    """One :class:`RankPlan` per process of this node, in local-rank order."""
     torchrun: str
+    """The shell command that starts this node's ranks with torchrun, ``node_env`` first;
+    ``""`` for a multi-node Slurm plan without a rendezvous endpoint (use ``sbatch``)."""
     accelerate: str
+    """The same with ``accelerate launch`` (``--multi_gpu`` for more than one process);
+    ``""`` where ``torchrun`` is."""
     problems: tuple[str, ...] = field(default_factory=tuple)
-    sbatch: str = ""  # Slurm batch script: srun starts one task per device
-    sbatch_torchrun: str = ""  # Slurm batch script: srun starts torchrun once per node
-    #: What the plan could not check on this machine (a login node without accelerators, a
-    #: named backend whose hardware is elsewhere), each with the fix.
+    """What will go wrong as planned (more processes than devices, parallel sizes that do
+    not fit, devices that cannot be pinned, Accelerate forming no group), each with what to
+    change; empty when the plan is sound."""
+    sbatch: str = ""
+    """A Slurm batch script in which srun starts one task per process of each node (the
+    user's script must call ``init_process_group``); it sets no visibility variable, since
+    Slurm sets it from the job's allocation (``hwbackends launch-plan --scheduler slurm``)."""
+    sbatch_torchrun: str = ""
+    """A Slurm batch script in which srun starts torchrun once per node, meeting at the
+    first node (``hwbackends launch-plan --scheduler slurm-torchrun``)."""
     warnings: tuple[str, ...] = ()
+    """What the plan could not check on this machine (a login node without accelerators, a
+    named backend whose hardware is elsewhere), each with the fix."""
 
     @property
     def world_size(self) -> int:
+        """Processes in all: ``nproc_per_node * nnodes``."""
         return self.nproc_per_node * self.nnodes
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields and ``world_size`` as JSON-ready plain data (``hwbackends launch-plan
+        --json``)."""
         return {
             "backend": self.backend,
             "collective": self.collective,
@@ -186,7 +247,16 @@ class LaunchPlan:
 def check_parallel_sizes(
     world_size: int, visible: int, *, tp_size: int | None = None, fsdp_size: int | None = None
 ) -> list[str]:
-    """Problems with ``DistributedConfig``-style sizes, each saying what to change."""
+    """Problems with ``DistributedConfig``-style sizes, each saying what to change.
+
+    :param world_size: how many processes the job has in all.
+    :param visible: how many devices one node shows; tensor parallelism must fit in it (0
+        skips that check).
+    :param tp_size: the tensor-parallel size; None is 1.
+    :param fsdp_size: the FSDP (sharding) size; None is 1.
+    :returns: the problems, empty when the sizes fit: each size at least 1, ``tp_size *
+        fsdp_size`` dividing ``world_size``, and ``tp_size`` at most ``visible``.
+    """
     problems: list[str] = []
     for name, v in (("tp_size", tp_size), ("fsdp_size", fsdp_size)):
         if v is not None and v < 1:
@@ -237,7 +307,12 @@ def bad_variable_names(names: Sequence[str]) -> list[str]:
 
 
 def parse_endpoint(endpoint: str) -> tuple[str, int]:
-    """``HOST:PORT`` (``[v6addr]:PORT`` for IPv6) as ``(host, port)``; port 1–65535."""
+    """``HOST:PORT`` (``[v6addr]:PORT`` for IPv6) as ``(host, port)``; port 1–65535.
+
+    :param endpoint: the rendezvous endpoint (``"node0.example:29500"``,
+        ``"[fd00::1]:29500"``); blanks around it are ignored, the brackets are dropped.
+    :raises HwBackendsError: when it is not ``HOST:PORT``.
+    """
     text = endpoint.strip()
     host, sep, port = text.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
@@ -270,72 +345,6 @@ def _accelerate_problems(t: Target, world: int) -> list[str]:
     ]
 
 
-_SLURM_PORT = "$((15000 + SLURM_JOB_ID % 10000))"  # detect_launch derives the same port
-
-
-def _sbatch_scripts(
-    name: str,
-    nnodes: int,
-    nproc: int,
-    script: Sequence[str],
-    *,
-    used_devices: int,
-    gres: str | None,
-    variables: Sequence[str],
-) -> tuple[str, str]:
-    """Two sbatch scripts: srun starting one task per device (each task finds its rank
-    through ``init_process_group``), and srun starting torchrun once per node.
-
-    Neither sets a visibility variable: Slurm assigns the job's devices from its GRES
-    allocation and sets the runtime's variable (``CUDA_VISIBLE_DEVICES`` ...) per job and
-    step itself (Slurm's Generic Resource Scheduling guide, https://slurm.schedmd.com/gres.html,
-    "GPU Management"); an exported list would select devices outside the allocation on a
-    shared node. The devices are requested instead: ``--gpus-per-node`` for a backend whose
-    devices Slurm schedules as the ``gpu`` GRES, ``--gres=NAME:N`` for another declared GRES.
-    """
-    head = ["#!/bin/bash", "#SBATCH --job-name=hwbackends", f"#SBATCH --nodes={nnodes}"]
-    pin = []
-    if used_devices and gres == "gpu":
-        head.append(f"#SBATCH --gpus-per-node={used_devices}")
-    elif used_devices and gres:
-        head.append(f"#SBATCH --gres={gres}:{used_devices}")
-    if used_devices:
-        shown = " / ".join(variables) or "the runtime's visibility variable"
-        import textwrap
-
-        note = (
-            f"Slurm gives the job its {name} devices from its GRES allocation"
-            + ("" if gres else f" (request {used_devices} per node as this cluster names them)")
-            + f" and sets {shown} per step itself; this script must not set them."
-        )
-        pin += textwrap.wrap(note, 78, initial_indent="# ", subsequent_indent="# ")
-    pin.append("set -euo pipefail")
-    cmd = " ".join(shlex.quote(a) for a in script)
-    python = "" if script[:1] and not script[0].endswith(".py") and script[0] != "-m" else "python "
-    per_task = [
-        *head,
-        f"#SBATCH --ntasks-per-node={nproc}",
-        *pin,
-        "# srun sets SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID for each task; the",
-        "# script must call hwbackends.distributed.init_process_group(), which reads them",
-        f"srun --kill-on-bad-exit=1 {python}{cmd}",
-    ]
-    per_node = [
-        *head,
-        "#SBATCH --ntasks-per-node=1",
-        *pin,
-        # No pipe into head: under pipefail, head exiting first kills scontrol with SIGPIPE
-        # (exit 141) on long node lists and the script stops before srun.
-        'hosts=$(scontrol show hostnames "$SLURM_JOB_NODELIST")',
-        "head_node=${hosts%%$'\\n'*}",
-        f"port={_SLURM_PORT}",
-        f"srun --kill-on-bad-exit=1 torchrun --nnodes {nnodes} --nproc-per-node {nproc} "
-        '--rdzv-backend c10d --rdzv-endpoint "$head_node:$port" --rdzv-id "$SLURM_JOB_ID" '
-        f"{cmd}",
-    ]
-    return "\n".join(per_task) + "\n", "\n".join(per_node) + "\n"
-
-
 def launch_plan(
     nproc_per_node: int | None = None,
     *,
@@ -354,6 +363,34 @@ def launch_plan(
 
     With ``scheduler="slurm"`` a multi-node plan needs no ``rdzv_endpoint``: Slurm names the
     nodes, the sbatch scripts derive the address, and ``torchrun``/``accelerate`` stay empty.
+
+    :param nproc_per_node: processes on this node; None: one per device the backend shows
+        (1 on the cpu backend). Required for a named backend whose hardware is elsewhere.
+    :param nnodes: how many nodes the launch spans.
+    :param node_rank: this node's index, from 0 to ``nnodes - 1``.
+    :param rdzv_endpoint: ``HOST:PORT`` of node 0, reachable from every node (IPv6 in
+        brackets); needed when ``nnodes`` is above 1, unless ``scheduler="slurm"``. On one
+        node it sets the commands' master address and port.
+    :param script: what each rank runs, one word per item (``("train.py", "--lr", "1e-4")``,
+        ``("-m", "pkg.train")``); each word is shell-quoted in the commands.
+    :param tp_size: the tensor-parallel size to check (see :func:`check_parallel_sizes`).
+    :param fsdp_size: the FSDP size to check (see :func:`check_parallel_sizes`).
+    :param backend: the hwbackends backend: an installed backend's name (``"cuda"``, which
+        must be available here), a backend object, or None for the one ``hwbackends.current``
+        selects.
+    :param env: the environment to read (visibility variables, ``HWBACKENDS_*`` settings);
+        None reads ``os.environ`` (or the environment a host file records).
+    :param host: the machine to plan for, a ``hwbackends.Host`` (a compute node's
+        ``Host.from_file(path)``); None: this one (or the host file ``HWBACKENDS_HOST``
+        names).
+    :param scheduler: ``"slurm"`` for a job started with sbatch; with it (or ``nnodes``
+        above 1) a named backend whose hardware this machine lacks is planned from its
+        declarations and ``nproc_per_node``, with a warning. None: no scheduler. The
+        sbatch scripts are in the plan either way.
+    :raises HwBackendsError: for sizes that describe no launch, a multi-node launch without
+        an endpoint, or a malformed endpoint.
+    :raises BackendUnavailableError: when the named backend cannot run here and the plan
+        cannot be made without it.
     """
     warnings: list[str] = []
     t = _plan_target(backend, env, host, nproc_per_node, scheduler, nnodes, warnings)
@@ -485,13 +522,15 @@ def launch_plan(
         declared = [v for v in variables_for(t.backend) if v.endswith("_VISIBLE_DEVICES")]
     except HwBackendsError:
         declared = []
-    sbatch, sbatch_tr = _sbatch_scripts(
+    from hwbackends._integrations.sbatch import sbatch_scripts, slurm_gres
+
+    sbatch, sbatch_tr = sbatch_scripts(
         t.name,
         nnodes,
         nproc_per_node,
         script,
         used_devices=nproc_per_node if elsewhere else len(used),
-        gres=_gres(t.backend),
+        gres=slurm_gres(t.backend),
         variables=declared,
     )
     return LaunchPlan(
@@ -510,15 +549,6 @@ def launch_plan(
         sbatch_torchrun=sbatch_tr,
         warnings=tuple(warnings),
     )
-
-
-def _gres(backend: Backend) -> str | None:
-    """The Slurm GRES the backend's devices are scheduled as (``slurm_gres``), if declared."""
-    try:  # a plugin's declaration, read defensively
-        value = getattr(backend, "slurm_gres", None)
-    except Exception:
-        return None
-    return value if isinstance(value, str) and value.strip() else None
 
 
 def _plan_target(
@@ -586,7 +616,25 @@ def launch_env(
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
 ) -> dict[str, str]:
-    """The environment one local rank runs with under the plan (visibility + rank variables)."""
+    """The environment one local rank runs with under the plan (visibility + rank variables).
+
+    Remove the plan's ``node_unset`` names (``launch_plan(...).node_unset``) before
+    applying it.
+
+    :param local_rank: the rank's index on this node, from 0 to ``nproc_per_node - 1``.
+    :param nproc_per_node: processes on this node; None: one per device the backend shows.
+    :param nnodes: how many nodes the launch spans.
+    :param node_rank: this node's index, from 0 to ``nnodes - 1``.
+    :param backend: the hwbackends backend: an installed backend's name (``"cuda"``, which
+        must be available here), a backend object, or None for the one ``hwbackends.current``
+        selects.
+    :param env: the environment to read (visibility variables, ``HWBACKENDS_*`` settings);
+        None reads ``os.environ`` (or the environment a host file records).
+    :param host: the machine, a ``hwbackends.Host`` (``Host.from_file(path)``); None:
+        this one (or the host file ``HWBACKENDS_HOST`` names).
+    :raises HwBackendsError: when ``local_rank`` is outside this node's processes, and as
+        :func:`launch_plan`.
+    """
     plan = launch_plan(
         nproc_per_node,
         nnodes=nnodes,

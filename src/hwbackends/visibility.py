@@ -121,25 +121,56 @@ def explain_visibility(
 ) -> VisibilityReport:
     """Which units ``backend_name``'s runtime makes visible under ``env``, and why.
 
-    ``env`` maps variable names to values; a missing name is unset, ``""`` is set-but-empty.
-    Raises :class:`VisibilityError` only for values the runtime itself refuses (documented per
-    backend) and for malformed host descriptions; where the runtime truncates, so does this.
+    Where the runtime truncates a list, so does this.
+
+    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
+        :class:`VisibilityRule`; with a name or a backend only that backend's devices of
+        ``host`` count, a bare rule reads every device of ``host``.
+    :param env: the environment, variable name -> value (``os.environ`` or a dict); a
+        missing name is unset, ``""`` is set but empty.
+    :param host: the host description: a ``hwbackends.Host`` (``Host.from_system()``,
+        ``Host.from_file(path)``) or any object shaped like :class:`HostLike`.
+    :raises VisibilityError: only for values the runtime itself refuses (documented per
+        backend), for malformed host descriptions and for a name that is no installed
+        backend.
     """
     return _engine.explain_visibility(_named(backend_name), env, host)
 
 
 def visible_devices(backend_name: BackendRef, env: Mapping[str, str], host: HostLike) -> list[int]:
-    """Logical index i -> physical index (see the backend's module docs for its meaning)."""
+    """Logical index i -> physical index (see the backend's module docs for its meaning).
+
+    The same as ``explain_visibility(...).physical``.
+
+    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
+        :class:`VisibilityRule`; with a name or a backend only that backend's devices of
+        ``host`` count, a bare rule reads every device of ``host``.
+    :param env: the environment, variable name -> value (``os.environ`` or a dict); a
+        missing name is unset, ``""`` is set but empty.
+    :param host: the host description: a ``hwbackends.Host`` (``Host.from_system()``,
+        ``Host.from_file(path)``) or any object shaped like :class:`HostLike`.
+    :raises VisibilityError: as :func:`explain_visibility`.
+    """
     return _engine.visible_devices(_named(backend_name), env, host)
 
 
 def variables_for(backend_name: BackendRef) -> tuple[str, ...]:
-    """Every environment variable this backend's runtime reads for visibility or order."""
+    """Every environment variable this backend's runtime reads for visibility or order.
+
+    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
+        :class:`VisibilityRule`.
+    :raises VisibilityError: when ``backend_name`` names no installed backend.
+    """
     return _engine.variables_for(_named(backend_name))
 
 
 def visibility_unset(backend_name: BackendRef) -> tuple[str, ...]:
-    """Variables to remove before applying :func:`visibility_env` (its assignments win)."""
+    """Variables to remove before applying :func:`visibility_env` (its assignments win).
+
+    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
+        :class:`VisibilityRule`.
+    :raises VisibilityError: when ``backend_name`` names no installed backend.
+    """
     return _engine.visibility_unset(_named(backend_name))
 
 
@@ -154,7 +185,20 @@ def visibility_env(
     Applied to an environment from which :func:`visibility_unset` names were removed, the
     reader gives back ``physical_indices``; this is checked before returning, so a selection
     the runtime cannot express on this host raises :class:`VisibilityError` instead.
-    ``env`` is the environment the indices were read under, where a runtime numbers devices
-    differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards).
+
+    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
+        :class:`VisibilityRule`; with a name or a backend the indices count only that
+        backend's devices of ``host``.
+    :param physical_indices: the physical indices to make visible (as
+        :func:`visible_devices` returns them), in the logical order wanted: logical index i
+        is ``physical_indices[i]``; an empty list asks for no device.
+    :param host: the host description: a ``hwbackends.Host`` or any object shaped like
+        :class:`HostLike`.
+    :param env: the environment the indices were read under, where a runtime numbers devices
+        differently by a setting (Intel's ``ZE_FLAT_DEVICE_HIERARCHY``: tiles or cards);
+        None reads as an empty environment (the runtime's defaults).
+    :raises VisibilityError: when the runtime cannot express the selection on this host (an
+        index the host lacks, a repeat, an order the variable cannot write), and for a name
+        that is no installed backend.
     """
     return _engine.visibility_env(_named(backend_name), physical_indices, host, env)

@@ -80,6 +80,10 @@ def expand_hostlist(text: str) -> list[str]:
     ``scontrol show hostnames`` expands them. Names may be separated by commas, spaces, tabs
     or newlines, and empty names are skipped (``a,,b`` and ``" a b "`` are ``a b``), as
     Slurm's ``hostlist.c`` reads them; a list with no names is empty.
+
+    :param text: a Slurm hostlist, such as the value of ``SLURM_JOB_NODELIST``.
+    :raises LaunchError: when the brackets do not pair up or nest, or a range is not
+        numbers or runs backwards.
     """
     hosts: list[str] = []
     if text.count("[") != text.count("]"):
@@ -117,13 +121,30 @@ class LaunchInfo:
     """
 
     launcher: str
+    """Which launcher started this process: ``"torchrun"``, ``"mpi"``, ``"lsf"``,
+    ``"slurm"``, ``"kubeflow"``, ``"tpu"``, ``"sagemaker"`` or ``"none"`` (see above)."""
     rank: int
+    """This process's global rank, from 0 to ``world_size - 1``."""
     world_size: int
+    """How many processes the job has in all (1 for a single process)."""
     local_rank: int
+    """This process's index among the processes of its node; 0 where the launcher does not
+    say (under MPI with every rank on one node: the rank)."""
     local_world_size: int | None
+    """How many processes run on this node; None where the launcher does not say (for
+    example torchrun without ``LOCAL_WORLD_SIZE``, an uneven srun layout, ``jsrun``)."""
     master_addr: str | None
+    """Rank 0's host, where the process group meets (``MASTER_ADDR``, else derived from the
+    launcher: the first host of a node list, ``localhost`` for MPI on one node); None when
+    nothing names it, which only a one-process launch allows."""
     master_port: int | None
+    """The rendezvous TCP port: ``MASTER_PORT``, else the launcher's (15000 + the last four
+    digits of ``SLURM_JOB_ID`` in a Slurm job, 10000 + ``LSB_JOBID`` % 1000 under ``jsrun``,
+    7777 on SageMaker, else 29500); None when nothing names it (``init_process_group`` then
+    uses 29500)."""
     sources: Mapping[str, str] = field(default_factory=dict)
+    """Field name -> where its value came from: a variable (``"SLURM_PROCID"``) or how it
+    was derived (``"first host of SLURM_JOB_NODELIST"``); a field left out took a default."""
 
     def torch_env(self) -> dict[str, str]:
         """The torchrun-style variables (RANK, WORLD_SIZE, LOCAL_RANK, …) for this process."""
@@ -141,6 +162,7 @@ class LaunchInfo:
         return out
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready plain data."""
         return {
             "launcher": self.launcher,
             "rank": self.rank,
@@ -494,6 +516,14 @@ def detect_launch(env: Mapping[str, str] | None = None) -> LaunchInfo:
 
     ``MASTER_ADDR``/``MASTER_PORT`` override the derived address and port. Values are read
     as ``int()`` reads them, as Accelerate does (`` 2`` is 2).
+
+    :param env: the environment to read, variable name -> value; None reads ``os.environ``.
+        Under ``jsrun`` without ``MASTER_ADDR``, the file ``LSB_DJOB_RANKFILE`` names is
+        read too.
+    :raises LaunchError: when the launcher's variables are malformed or contradict each
+        other (a value that is not a whole number, a rank not below the world size,
+        ``WORLD_SIZE`` above 1 without ``RANK``, several processes and no rendezvous
+        address); the message names the variable and the fix.
     """
     import os
 

@@ -41,12 +41,20 @@ class VisibleUnit:
     """
 
     logical_index: int
+    """The index the framework uses for this unit (``cuda:0`` is 0), counted from 0."""
     physical_index: int
+    """The unit in the backend's own numbering of the host's units, the numbers
+    ``hwbackends.visibility.visibility_env`` takes (each rule kind's docs say which)."""
     device_position: int
+    """Position of the device that holds the unit in ``host.devices`` (the backend's own
+    devices, in its runtime's physical order), counted from 0."""
     sub_index: int | None
+    """The MIG instance, tile or NeuronCore within that device; None for a whole device."""
     label: str
+    """How a user or the runtime names the unit (``"0"``, ``"GPU-8e3f…"``, ``"nc2"``)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as JSON-ready plain data."""
         return {
             "logical_index": self.logical_index,
             "physical_index": self.physical_index,
@@ -61,11 +69,21 @@ class VisibilityReport:
     """How one backend's runtime resolves the visibility variables of one environment."""
 
     backend: str
+    """The backend's name (``"cuda"``); for a bare rule, its class name (``"IndexList"``)."""
     variables: Mapping[str, str | None]
+    """Each variable read, with its value (None: unset; ``""``: set but empty), and related
+    variables the runtime ignores that were set (the steps say why they do not apply)."""
     units: tuple[VisibleUnit, ...]
+    """The visible units in logical order: ``units[i]`` is what the framework calls index i."""
     steps: tuple[str, ...]
+    """How the runtime reads the variables, one sentence per step, citing the visibility
+    reference (``docs/reference/visibility.md §N``) where a rule comes from."""
     warnings: tuple[str, ...] = ()
+    """What the user should know (an entry skipped, a list cut short, a guess), each naming
+    its fix where there is one; 32 are kept, then one line says more were left out."""
     uncertain: bool = False
+    """True when part of the answer rests on an inferred or undocumented rule (the steps and
+    warnings say which): the runtime may decide otherwise."""
 
     @property
     def physical(self) -> list[int]:
@@ -73,6 +91,8 @@ class VisibilityReport:
         return [u.physical_index for u in self.units]
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-ready plain data, with ``physical`` added (the ``visibility``
+        of ``hwbackends.explain()``'s report)."""
         return {
             "backend": self.backend,
             "variables": dict(self.variables),
@@ -93,21 +113,42 @@ class VisibilityRule:
     whose grammar no built-in kind models; ``read`` must record what it did on the ``Trace``.
     """
 
-    #: Every environment variable the runtime reads for visibility or device order.
     variables: tuple[str, ...] = ()
-    #: Variables to remove before applying what ``write`` returns (its assignments win).
+    """Every environment variable the runtime reads for visibility or device order
+    (``hwbackends.visibility.variables_for`` returns it)."""
     unset: tuple[str, ...] = ()
+    """Variables to remove before applying what ``write`` returns (its assignments win);
+    ``hwbackends.visibility.visibility_unset`` returns it."""
 
     def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        """The visible units under ``env``, in logical order; ``VisibilityError`` only for a
-        value the runtime itself refuses."""
+        """The visible units under ``env``, in logical order.
+
+        :param env: the environment, variable name -> value; a missing name is unset and
+            ``""`` is set but empty (a runtime may treat the two differently).
+        :param host: the host, reduced to this backend's own devices when the rule is
+            reached through a backend (``host.devices``, in the runtime's physical order).
+        :param trace: where every step, warning and variable read is recorded (read the
+            variables with ``trace.read``); the report is made from it.
+        :raises VisibilityError: only for a value the runtime itself refuses, and for a
+            malformed host description.
+        """
         raise NotImplementedError
 
     def write(
         self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
     ) -> dict[str, str]:
-        """Assignments that make exactly ``physical`` visible, in that order (``env``: the
-        environment the indices were read under); ``VisibilityError`` when inexpressible."""
+        """Assignments that make exactly ``physical`` visible, in that order.
+
+        :param physical: physical indices (``VisibleUnit.physical_index``) to make visible,
+            in the logical order wanted: logical index i is ``physical[i]``; empty asks
+            for no unit.
+        :param host: the host, reduced to this backend's own devices as for ``read``.
+        :param env: the environment the indices were read under, for a runtime whose
+            numbering depends on a setting (``ZE_FLAT_DEVICE_HIERARCHY``,
+            ``NEURON_LOGICAL_NC_CONFIG``); None reads as an empty environment (the defaults).
+        :raises VisibilityError: when the runtime cannot express the selection on this host
+            (an index it lacks, a repeat, an order it cannot write).
+        """
         raise NotImplementedError
 
     def __repr__(self) -> str:
@@ -141,16 +182,28 @@ class Trace:
     """Collects what a reader did, then freezes it into a :class:`VisibilityReport`."""
 
     backend: str
+    """The name the report carries (``VisibilityReport.backend``)."""
     env: Mapping[str, str]
+    """The environment being read; ``read`` takes values from it."""
     variables: dict[str, str | None] = field(default_factory=dict)
+    """Each variable read so far (None: unset), and related ones noted by ``note_if_set``."""
     steps: list[str] = field(default_factory=list)
+    """The steps recorded so far, in order (``step``, ``entry``, ``infer``, ``read``)."""
     warnings: list[str] = field(default_factory=list)
+    """The warnings recorded so far (``warn``), each once; after 32, one line says more
+    were left out."""
     uncertain: bool = False
+    """Whether an inferred rule or an uncertain warning was recorded (``infer``, ``warn``)."""
     _entry_steps: int = 0
     _warned: set[str] = field(default_factory=set)  # beside the list: O(1) repeats
 
     def read(self, name: str) -> str | None:
-        """Read one variable (None = unset) and record it."""
+        """Read one variable (None = unset) and record it, with a step giving its value.
+
+        :param name: the environment variable's name.
+        :raises VisibilityError: when the value is not a string, or is longer than 65,536
+            characters.
+        """
         value = self.env.get(name)
         if value is not None and not isinstance(value, str):
             raise VisibilityError(
@@ -172,17 +225,30 @@ class Trace:
         return value
 
     def note_if_set(self, name: str, why: str) -> None:
-        """Record a related variable that this runtime does not read, only when it is set."""
+        """Record a related variable that this runtime does not read, only when it is set.
+
+        :param name: the variable's name (``"NVIDIA_VISIBLE_DEVICES"``).
+        :param why: why it does not apply, worded to follow "is set but"
+            (``"it is read by the container runtime at start"``).
+        """
         value = self.env.get(name)
         if isinstance(value, str):
             self.variables[name] = value
             self.step(f"{name}={show(value)} is set but {why}; not applied here.")
 
     def step(self, msg: str) -> None:
+        """Record one step of the reading.
+
+        :param msg: one sentence for the report; ``"spec §N"`` is shown as a citation of
+            ``docs/reference/visibility.md``.
+        """
         self.steps.append(msg)
 
     def entry(self, msg: str) -> None:
-        """A per-entry step; long lists are summarised after MAX_ENTRY_STEPS lines."""
+        """A per-entry step; a long list's entries stop after 64 lines, then one line says so.
+
+        :param msg: the step for one entry of a list (``"Entry 0 '3' is device 3 -> logical 0."``).
+        """
         self._entry_steps += 1
         if self._entry_steps <= MAX_ENTRY_STEPS:
             self.steps.append(msg)
@@ -190,7 +256,12 @@ class Trace:
             self.steps.append(f"(further entries are not listed; more than {MAX_ENTRY_STEPS})")
 
     def warn(self, msg: str, *, uncertain: bool = False) -> None:
-        """A warning, once; a long list's per-entry warnings stop at MAX_WARNINGS."""
+        """A warning, once; after 32 warnings one line says more were left out.
+
+        :param msg: what went wrong and its fix (the same text twice is recorded once).
+        :param uncertain: also mark the report uncertain: the runtime's behaviour here is
+            inferred or undocumented.
+        """
         if uncertain:
             self.uncertain = True
         if msg in self._warned:
@@ -202,11 +273,18 @@ class Trace:
             self.warnings.append(f"(further warnings are not listed; more than {MAX_WARNINGS})")
 
     def infer(self, msg: str) -> None:
-        """A step whose rule is inferred: recorded as a step and marks the report uncertain."""
+        """A step whose rule is inferred: recorded as a step and marks the report uncertain.
+
+        :param msg: the step; ``" (inferred rule)"`` is appended.
+        """
         self.steps.append(msg + " (inferred rule)")
         self.uncertain = True
 
     def report(self, units: Sequence[VisibleUnit]) -> VisibilityReport:
+        """Freeze what was recorded into a :class:`VisibilityReport`.
+
+        :param units: the visible units ``read`` returned, in logical order.
+        """
         return VisibilityReport(
             backend=self.backend,
             variables=MappingProxyType(dict(self.variables)),

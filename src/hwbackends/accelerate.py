@@ -164,11 +164,19 @@ class TrainingPlan:
     """``TrainingArguments`` keyword arguments with the reason for each."""
 
     kwargs: dict[str, Any]
+    """The keyword arguments for ``transformers.TrainingArguments``: ``use_cpu``, ``bf16`` or
+    ``fp16``, ``ddp_backend`` and ``report_to``, each only where it applies."""
     backend: str
+    """The name of the backend the plan is for."""
     reasons: Mapping[str, str]
+    """Why, by name: ``use_cpu``; ``bf16``, ``fp16`` or ``precision`` (neither set);
+    ``ddp_backend`` (always, set or not); ``report_to:<name>`` for each reporter dropped."""
     dropped_reporters: tuple[str, ...] = ()
+    """The ``report_to`` integrations dropped because the backend lists them as broken on
+    this device (its limitations' ``report_to_exclude``)."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-able data."""
         return {
             "kwargs": dict(self.kwargs),
             "backend": self.backend,
@@ -185,7 +193,32 @@ def plan_training(
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
 ) -> TrainingPlan:
-    """``training_kwargs`` with the reason for each setting."""
+    """``training_kwargs`` with the reason for each setting.
+
+    :param backend: the backend to plan for. None: the one selected here (as
+        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
+        must be installed and available here. A ``Backend`` object: used as it is.
+    :param device: the device whose capabilities decide (precision, collective). None: this
+        process's device: under a launcher its local rank's, else the first visible one. An
+        ``int``: that logical index among the backend's visible devices. A ``Device``: that
+        device. No device is set in the arguments: Accelerate picks it.
+    :param report_to: ``TrainingArguments.report_to`` to filter: a name (``"wandb"``), a list
+        of names, ``"all"`` (the integrations the installed Transformers finds) or ``"none"``.
+        Integrations the backend lists as broken here are dropped (``"none"`` when nothing is
+        left). None: ``report_to`` is not set. Another type raises ``UnsupportedSettingError``.
+    :param env: the environment to read, name to value (a name left out is unset): the
+        ``HWBACKENDS_*`` settings, the visibility variables, ``LOCAL_RANK`` and the launchers'
+        variables, ``ACCELERATE_MIXED_PRECISION``, ``ACCELERATE_USE_CPU``. None:
+        ``os.environ``, or a simulated ``host``'s own ``env``.
+    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
+        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    :raises UnsupportedSettingError: when ``report_to`` is not a name or a list of names.
+    :raises RankError: when this process's local rank is not a number, is negative, or has no
+        visible device.
+    :raises BackendNotFoundError: when ``backend`` names no installed backend.
+    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
+    :raises HwBackendsError: when ``device`` is out of range or not a device.
+    """
     _check_report_to(report_to)
     t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     caps = t.caps
@@ -295,6 +328,31 @@ def training_kwargs(
 
     ``bf16``/``fp16`` by architecture, ``use_cpu`` without an accelerator, ``ddp_backend``
     under a launcher, and ``report_to`` (when given) without integrations known to break here.
+    See ``plan_training`` for the reasons.
+
+    :param backend: the backend to plan for. None: the one selected here (as
+        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
+        must be installed and available here. A ``Backend`` object: used as it is.
+    :param device: the device whose capabilities decide (precision, collective). None: this
+        process's device: under a launcher its local rank's, else the first visible one. An
+        ``int``: that logical index among the backend's visible devices. A ``Device``: that
+        device. No device is set in the arguments: Accelerate picks it.
+    :param report_to: ``TrainingArguments.report_to`` to filter: a name (``"wandb"``), a list
+        of names, ``"all"`` (the integrations the installed Transformers finds) or ``"none"``.
+        Integrations the backend lists as broken here are dropped (``"none"`` when nothing is
+        left). None: ``report_to`` is not set. Another type raises ``UnsupportedSettingError``.
+    :param env: the environment to read, name to value (a name left out is unset): the
+        ``HWBACKENDS_*`` settings, the visibility variables, ``LOCAL_RANK`` and the launchers'
+        variables, ``ACCELERATE_MIXED_PRECISION``, ``ACCELERATE_USE_CPU``. None:
+        ``os.environ``, or a simulated ``host``'s own ``env``.
+    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
+        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    :raises UnsupportedSettingError: when ``report_to`` is not a name or a list of names.
+    :raises RankError: when this process's local rank is not a number, is negative, or has no
+        visible device.
+    :raises BackendNotFoundError: when ``backend`` names no installed backend.
+    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
+    :raises HwBackendsError: when ``device`` is out of range or not a device.
     """
     return plan_training(
         backend=backend, device=device, report_to=report_to, env=env, host=host

@@ -86,7 +86,15 @@ def _as_host(h: str | os.PathLike[str] | Host | Mapping[str, Any]) -> Host:
 
 
 def make_registry(*backend_classes: type[Any], dist: str = "test") -> Registry:
-    """A registry of in-memory backend classes (plus the built-in cpu), no install needed."""
+    """A registry of in-memory backend classes (plus the built-in cpu), no install needed.
+
+    ``registry.select(env, host)`` then gives the ``SelectionReport`` those backends make.
+
+    :param backend_classes: the backend classes, each registered under its ``name`` (its
+        module must be imported).
+    :param dist: the distribution name their entry points are reported under
+        (``BackendStatus.origin``).
+    """
     specs = []
     for cls in backend_classes:
         mod = sys.modules[cls.__module__]
@@ -95,7 +103,12 @@ def make_registry(*backend_classes: type[Any], dist: str = "test") -> Registry:
 
 
 def check_protocol(cls: type, expected_name: str | None = None) -> list[str]:
-    """Pinned messages for everything that keeps ``cls`` from being loaded as a backend."""
+    """Pinned messages for everything that keeps ``cls`` from being loaded as a backend.
+
+    :param cls: the backend class; it is constructed once, without arguments.
+    :param expected_name: the name its entry point declares, which its ``name`` must equal;
+        None: not compared.
+    """
     problem = api_problem(cls)
     if problem:
         return [problem]
@@ -113,7 +126,11 @@ def check_protocol(cls: type, expected_name: str | None = None) -> list[str]:
 
 
 def check_probe(backend: Backend, host: Host) -> list[str]:
-    """``probe`` never raises, returns a Probe for itself, and always explains."""
+    """``probe`` never raises, returns a Probe for itself, and always explains.
+
+    :param backend: the backend instance to check.
+    :param host: the machine to probe (``Host.from_file`` of a simulated one).
+    """
     name = backend.name
     try:
         p = backend.probe(host)
@@ -136,7 +153,12 @@ def check_probe(backend: Backend, host: Host) -> list[str]:
 
 def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) -> list[str]:
     """``devices`` never raises, lists devices only where the probe found hardware, and
-    numbers them 0..n-1 without naming a physical device twice."""
+    numbers them 0..n-1 without naming a physical device twice.
+
+    :param backend: the backend instance to check.
+    :param host: the machine to probe and list devices on.
+    :param env: the environment ``devices`` reads (visibility variables), name to value.
+    """
     try:
         p = backend.probe(host)
         devs = backend.devices(host, env)
@@ -218,7 +240,11 @@ def check_declarations(cls: type) -> list[str]:
 
 
 def check_capabilities(caps: Capabilities, backend: Backend) -> list[str]:
-    """Well-formed and sourced: every fact that can carry a source carries one."""
+    """Well-formed and sourced: every fact that can carry a source carries one.
+
+    :param caps: the capabilities to check (``backend.capabilities(device, host=host)``).
+    :param backend: the backend they come from, whose name they must carry.
+    """
     problems = []
     where = f"{backend.name} capabilities ({caps.arch or 'default'})"
     if caps.backend != backend.name or not caps.device_type:
@@ -273,6 +299,9 @@ def check_visibility_round_trip(backend: Backend, host: Host) -> list[str]:
 
     Every visible unit must be selectable alone (one process per device needs it); a
     reordering or a subset the runtime cannot express may be refused with ``VisibilityError``.
+
+    :param backend: the backend instance to check.
+    :param host: a machine with its devices; its ``env`` (if any) is the starting environment.
     """
     from hwbackends.visibility import visibility_unset
 
@@ -313,6 +342,9 @@ def check_pin_and_launch_plan(backend: Backend, host: Host) -> list[str]:
 
     The launch plan over every visible unit must pin them (no "cannot be pinned" problem), and
     each rank's environment must show that rank's device as its logical device 0.
+
+    :param backend: the backend instance to check.
+    :param host: a machine with its devices; its ``env`` (if any) is the starting environment.
     """
     from hwbackends.distributed import launch_plan
 
@@ -342,7 +374,12 @@ def check_pin_and_launch_plan(backend: Backend, host: Host) -> list[str]:
 
 
 def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[str]:
-    """Importing the plugin module in a fresh interpreter imports no SDK and edits no env."""
+    """Importing the plugin module in a fresh interpreter imports no SDK and edits no env.
+
+    :param module: the module to import (``hwbackends_acme``).
+    :param sdk_modules: top-level names of vendor SDK modules it must not import, besides
+        torch, transformers and accelerate.
+    """
     heavy = ["torch", "transformers", "accelerate", *sdk_modules]
     code = (
         "import os, sys\n"
@@ -376,14 +413,17 @@ class BackendContract:
     """Subclass with ``backend_cls`` (and ``hosts``) to run the whole kit as pytest tests."""
 
     backend_cls: ClassVar[type[Any]]
-    #: Simulated hosts (paths, dicts or Host objects) on which this backend must be selected.
+    """The backend class under test (required); the ``backend`` fixture is a new instance."""
     hosts: ClassVar[Sequence[Any]] = ()
-    #: Hosts on which it must be present but not selected (e.g. hardware without its package).
+    """Simulated hosts (paths, dicts or Host objects) on which this backend must be selected;
+    a relative path is relative to the file that defines the test class."""
     other_hosts: ClassVar[Sequence[Any]] = ()
-    #: Vendor SDK module names that importing the plugin module must not import.
+    """More hosts for the per-host checks, on which it need not be selected (e.g. hardware
+    without its package)."""
     sdk_modules: ClassVar[Sequence[str]] = ()
-    #: Extra backend classes that compete in the selection (e.g. cuda next to rocm).
+    """Vendor SDK module names that importing the plugin module must not import."""
     competitors: ClassVar[Sequence[type[Any]]] = ()
+    """Extra backend classes that compete in the selection (e.g. cuda next to rocm)."""
 
     @pytest.fixture
     def backend(self) -> Backend:
@@ -391,6 +431,8 @@ class BackendContract:
         return backend
 
     def all_hosts(self) -> list[Host]:
+        """``hosts``, ``other_hosts`` and the edge hosts every backend must survive (an empty
+        machine, a Mac, odd leftovers), as ``Host`` objects."""
         # Relative host paths are relative to the file that defines the test class.
         import inspect
 
@@ -403,21 +445,36 @@ class BackendContract:
         return out
 
     def selecting_hosts(self) -> list[Host]:
+        """``hosts`` as ``Host`` objects: those that must select this backend."""
         return self.all_hosts()[: len(self.hosts)]
 
     def test_protocol(self) -> None:
+        """``check_protocol`` of ``backend_cls``, with its ``name`` as the expected name."""
         _fail(check_protocol(self.backend_cls, getattr(self.backend_cls, "name", None)))
 
     def test_declarations(self) -> None:
+        """``check_declarations`` of ``backend_cls``."""
         _fail(check_declarations(self.backend_cls))
 
     def test_probe_never_raises_and_explains(self, backend: Backend) -> None:
+        """``check_probe`` on every host of ``all_hosts``.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         _fail([p for h in self.all_hosts() for p in check_probe(backend, h)])
 
     def test_devices_agree_with_probe(self, backend: Backend) -> None:
+        """``check_devices_agree`` on every host of ``all_hosts``, with an empty environment.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         _fail([p for h in self.all_hosts() for p in check_devices_agree(backend, h, {})])
 
     def test_reentrant(self, backend: Backend) -> None:
+        """Two calls of ``probe`` and of ``devices`` agree, and so does a second instance's probe.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         problems = []
         for h in self.all_hosts():
             if backend.probe(h) != backend.probe(h) or backend.devices(h, {}) != backend.devices(
@@ -430,15 +487,29 @@ class BackendContract:
         _fail(problems)
 
     def test_import_is_clean(self) -> None:
+        """``check_import_is_clean`` of the plugin's top-level package, with ``sdk_modules``."""
         _fail(check_import_is_clean(self.backend_cls.__module__.split(".")[0], self.sdk_modules))
 
     def test_visibility_round_trip(self, backend: Backend) -> None:
+        """``check_visibility_round_trip`` on every host of ``hosts``.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         _fail([p for h in self.selecting_hosts() for p in check_visibility_round_trip(backend, h)])
 
     def test_pin_and_launch_plan(self, backend: Backend) -> None:
+        """``check_pin_and_launch_plan`` on every host of ``hosts``.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         _fail([p for h in self.selecting_hosts() for p in check_pin_and_launch_plan(backend, h)])
 
     def test_capabilities_well_formed_and_sourced(self, backend: Backend) -> None:
+        """``check_capabilities`` of the default capabilities and of those of the first four
+        devices on every host of ``all_hosts``.
+
+        :param backend: the fixture's instance of ``backend_cls``.
+        """
         problems = check_capabilities(backend.capabilities(None), backend)
         for h in self.all_hosts():
             for d in backend.devices(h, {})[:4]:
@@ -446,6 +517,8 @@ class BackendContract:
         _fail(problems)
 
     def test_simulated_hosts_select_it(self) -> None:
+        """Each host of ``hosts``, with its own ``env``, selects ``backend_cls`` among it, the
+        built-in cpu and ``competitors``; skipped when ``hosts`` is empty."""
         if not self.hosts:
             pytest.skip("no simulated hosts declared")
         reg = make_registry(self.backend_cls, *self.competitors)

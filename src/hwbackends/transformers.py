@@ -12,12 +12,18 @@ from typing import TYPE_CHECKING, Any
 
 from hwbackends._base.errors import QuantizationError, UnsupportedSettingError
 from hwbackends._base.record import frozen
+from hwbackends._integrations.attention import (
+    _FLEX_REFUSED_ON,
+    _attention_names,
+    _hub_attention,
+    _trust_rule,
+)
+from hwbackends._integrations.placement import _device_map, _spread_caps
 from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
     from hwbackends._base.protocol import Backend, Capabilities, Device, QuantSupport
-    from hwbackends._kit.hf_tables import TransformersTables
     from hwbackends._machine.host import Host
 
 __all__ = [
@@ -46,12 +52,20 @@ class KernelsStatus:
     """Whether hub kernels (``use_kernels``, hub attention fallbacks) can work here."""
 
     available: bool
+    """True when hub kernels can work here: the backend has a ``kernels`` device key, the
+    host's Transformers is known to accept its ``kernels`` release, and the Hub is not off
+    (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
     reason: str
+    """Why, in words: the versions compared, or what is missing or switched off."""
     device_key: str | None
+    """The device's ``kernels`` key (``cuda``, ``rocm``, ``xpu``, ...); None when it has none."""
     transformers: str | None = None
+    """The host's Transformers version; None when it is not installed."""
     kernels: str | None = None
+    """The host's ``kernels`` version; None when it is not installed."""
 
     def to_dict(self) -> dict[str, Any]:
+        """This status as JSON-able data."""
         return {
             "available": self.available,
             "reason": self.reason,
@@ -64,8 +78,11 @@ class KernelsStatus:
 def kernels_status(target: Target) -> KernelsStatus:
     """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?
 
-    The accepted ``kernels`` range comes from the host's Transformers, read (not imported)
-    by ``hwbackends._kit.hf_tables``, which the GPU plugins' capability tables use too.
+    The accepted ``kernels`` range comes from the host's Transformers, read as text (never
+    imported), as ``hwbackends.facts.kernels_state`` reads it for the GPU plugins' tables.
+
+    :param target: the backend, device capabilities, host and environment to answer for, as
+        ``plan_pretrained`` resolves them (its ``kernels`` is this answer).
     """
     from hwbackends._kit.hf_tables import kernels_state, transformers_tables
 
@@ -109,6 +126,18 @@ def resolve_attention(
     loads; an explicit name must be one of those, else ``UnsupportedSettingError``. A
     ``paged|eager`` is accepted only with ``paged=True`` (generation with a paged cache);
     other ``paged|`` names become the name without the prefix, as Transformers makes them.
+
+    :param caps: the device's capabilities (``backend.capabilities(device, host=host)``): its
+        ``attention`` options, best first, and the names it refuses (``refused_attention``).
+    :param host: the machine whose installed packages and Transformers decide what loads.
+    :param requested: ``"auto"``, or the ``attn_implementation`` asked for, as
+        ``pretrained_kwargs``'s ``attention`` describes.
+    :param kernels: whether the kernels integration works here (``kernels_status``): a
+        hub-kernel option or id needs it.
+    :param paged: True when the model will generate with a paged cache: only then is
+        ``paged|eager`` accepted.
+    :returns: ``(attn_implementation, reason)``.
+    :raises UnsupportedSettingError: when the requested name cannot load or run here.
     """
     # Transformers keeps the prefix only for paged|eager (modeling_utils.py,
     # _check_and_adjust_attn_implementation) and strips it elsewhere (handled below).
@@ -200,109 +229,6 @@ def resolve_attention(
     raise UnsupportedSettingError(what, f"one of {works}", "pick one of those, or use 'auto'")
 
 
-#: Device types on which Transformers refuses flex_attention: ``is_torch_flex_attn_available()``
-#: is ``get_device_type() != "tpu"`` (transformers 5.22.2, utils/import_utils.py).
-_FLEX_REFUSED_ON = ("tpu",)
-
-
-def _attention_names(tables: TransformersTables) -> frozenset[str]:
-    """Every name Transformers accepts: its registry as shipped, plus names registered in this
-    process with ``AttentionInterface.register`` (seen only if Transformers is imported)."""
-    import sys
-
-    names = set(tables.attention_names)
-    mu = sys.modules.get("transformers.modeling_utils")
-    live = getattr(mu, "ALL_ATTENTION_FUNCTIONS", None)
-    if live is not None:
-        names.update(str(k) for k in live.valid_keys())
-    return frozenset(names)
-
-
-def _hub_attention(
-    caps: Capabilities, requested: str, kernels: KernelsStatus, tables: TransformersTables
-) -> str:
-    """Check a hub kernel id the way Transformers will: its pattern, the repo's device builds,
-    and whether the kernels integration is on. Returns the id, or raises saying which failed."""
-    if not tables.is_hub_kernel(requested):
-        raise UnsupportedSettingError(
-            f"attn_implementation={requested!r} is not a hub kernel id Transformers accepts",
-            "org/repo, optionally followed by @revision and :function, with no other '/' or "
-            f"':' (the pattern {tables.hub_kernel_pattern} of Transformers' "
-            "hub_kernels.is_kernel)",
-            "write it as kernels-community/flash-attn2 or org/repo@v1:function",
-        )
-    repo_id = _hub_repo_id(requested)
-    invalid = _invalid_repo_id(repo_id)
-    if invalid is not None:
-        raise UnsupportedSettingError(
-            f"attn_implementation={requested!r} names the repository {repo_id!r}, which the Hub "
-            f"refuses: {invalid} (huggingface_hub.utils.validate_repo_id)",
-            "a repository id of letters, digits, '-', '_' and '.', without spaces, '--' or '..'",
-            "write it as kernels-community/flash-attn2 or org/repo@v1:function",
-        )
-    key = kernels.device_key
-    builds = tables.kernel_builds(requested)
-    if builds is not None and key is not None and key not in builds:
-        fits = sorted(r for r, devs in tables.kernel_devices.items() if key in devs)
-        raise UnsupportedSettingError(
-            f"hub kernel {requested} ships builds for {', '.join(builds)} only, not for "
-            f"{key} ({caps.arch or caps.device_type}, {caps.backend}); Transformers' "
-            "FLASH_ATTN_KERNEL_DEVICES says so",
-            f"a repository built for {key}: " + (", ".join(fits) or "none is listed"),
-            "pick one of those, or use attention='auto'",
-        )
-    if not kernels.available:
-        raise UnsupportedSettingError(
-            f"hub kernel {requested} cannot load here: {kernels.reason}",
-            "a kernels device key, a kernels release the installed Transformers accepts, and "
-            "Hub access",
-            "use attention='auto', or fix what the reason names",
-        )
-    return requested
-
-
-def _hub_repo_id(requested: str) -> str:
-    """The repository of ``org/repo[@revision][:function]``, as Transformers splits it
-    (integrations/hub_kernels.py load_and_register_attn_kernel, which strips each part)."""
-    return requested.split(":")[0].partition("@")[0].strip()
-
-
-def _invalid_repo_id(repo_id: str) -> str | None:
-    """Why huggingface_hub's own validator refuses ``repo_id``; None when it accepts it or
-    huggingface_hub is not installed (then Transformers cannot fetch kernels either)."""
-    try:
-        # the public path; huggingface_hub.utils re-exports without __all__, hence the ignore
-        from huggingface_hub.utils import (  # type: ignore[attr-defined]
-            HFValidationError,
-            validate_repo_id,
-        )
-    except ImportError:
-        return None
-    try:
-        validate_repo_id(repo_id)
-    except HFValidationError as exc:
-        return str(exc).rstrip(".")
-    return None
-
-
-#: kernels 0.17.2 hf_hub._check_trust_remote_code: without trust_remote_code only
-#: repositories of publishers the Hub marks as trusted kernel publishers load;
-#: kernels-community is the one Transformers' own tables use.
-_TRUSTED_PUBLISHER = "kernels-community"
-
-
-def _trust_rule(requested: str) -> str:
-    org = _hub_repo_id(requested).split("/")[0]
-    if org == _TRUSTED_PUBLISHER:
-        return f"{org} is a trusted kernel publisher on the Hub"
-    return (
-        f"the kernels package loads hub kernels only from publishers the Hub marks as trusted "
-        f"(kernels-community is one); for {org} pass allow_all_kernels=True to from_pretrained "
-        "(Transformers hands it to kernels as trust_remote_code) once you trust that code, "
-        "unless the model lists the kernel in _compatible_flash_implementations"
-    )
-
-
 def _normalise_quant(q: Any) -> tuple[str, Any]:
     if isinstance(q, str):
         return q, None
@@ -354,16 +280,6 @@ def _torch_dtype(name: str) -> Any:
     return getattr(torch, name)
 
 
-def _spread_caps(t: Target) -> list[Capabilities]:
-    """Capabilities of each distinct architecture among the devices device_map="auto" uses."""
-    seen: dict[str | None, Capabilities] = {t.caps.arch: t.caps}
-    igpus = _integrated(t)
-    for d in t.devices:
-        if d.arch not in seen and d.pci_bus_id not in igpus:
-            seen[d.arch] = t.backend.capabilities(d, host=t.host)
-    return list(seen.values())
-
-
 def _loads_everywhere(
     impl: str, spread: list[Capabilities], host: Host, kstat: KernelsStatus, paged: bool = False
 ) -> bool:
@@ -375,63 +291,36 @@ def _loads_everywhere(
     return True
 
 
-def _integrated(t: Target) -> set[str]:
-    """PCI bus ids of the visible devices that are integrated GPUs (host file or plugin)."""
-    buses = {d.pci_bus_id for d in t.devices if d.pci_bus_id}
-    return {
-        hd.pci_bus_id
-        for hd in t.host.devices
-        if hd.pci_bus_id in buses and hd.extra.get("integrated")
-    }
-
-
-def _device_map(t: Target) -> tuple[str, str]:
-    dev = t.device
-    if t.name == "cpu" or dev is None:
-        return "cpu", "no accelerator: weights stay on the CPU"
-    igpus = _integrated(t)
-    discrete = [d for d in t.devices if d.pci_bus_id not in igpus]
-    if igpus and discrete and t.rank is None:
-        shown = ", ".join(d.torch_device for d in t.devices if d.pci_bus_id in igpus)
-        keep = ",".join(str(d.physical_index) for d in discrete)
-        target = discrete[0].torch_device if len(discrete) == 1 else "auto"
-        return target, (
-            f"{shown} is an integrated GPU sharing system memory: the model stays on the "
-            f"discrete GPU(s); hide the iGPU with `hwbackends pin {keep}`"
-        )
-    if t.rank is not None:
-        if t.rank.bound:
-            return dev.torch_device, (
-                f"the launcher gave this task its own devices ({t.rank.bound} is set): the "
-                "first visible one is this task's"
-            )
-        return dev.torch_device, (
-            f"one process per device under a launcher ({t.rank.source}): each rank loads onto "
-            "its own device"
-        )
-    if len(t.devices) > 1 and t.caps.device_map_auto:
-        return "auto", f"Accelerate spreads the model over the {len(t.devices)} visible devices"
-    if not t.caps.device_map_auto:
-        return dev.torch_device, (
-            f"Accelerate's device_map='auto' cannot see {t.name} devices; an explicit device "
-            "is required"
-        )
-    return dev.torch_device, "one visible device"
-
-
 @frozen
 class PretrainedPlan:
     """``from_pretrained`` keyword arguments with the reason for each and any warnings."""
 
     kwargs: dict[str, Any]
+    """The keyword arguments for ``from_pretrained``: ``device_map``, ``dtype`` (a
+    ``torch.dtype``; its name without torch) and ``attn_implementation`` always,
+    ``use_kernels`` when enabled, ``quantization_config`` when a config was given."""
     backend: str
+    """The name of the backend the plan is for."""
     device: Device | None
+    """The device the plan was made for (the one asked for, the local rank's, or the first
+    visible); None when the backend shows no device."""
     reasons: Mapping[str, str]
+    """Why each setting was chosen, by name: ``device_map``, ``dtype``,
+    ``attn_implementation``, ``use_kernels`` (also when left out, unless ``kernels=False``),
+    and ``quantization`` when one was asked for."""
     warnings: tuple[str, ...]
+    """What may still fail at load: a quantization method only partly supported here, or one
+    the backend has no data on. Each was also issued as a ``UserWarning``."""
     kernels: KernelsStatus
+    """Whether hub kernels can work here (``kernels_status``), which decides ``use_kernels``
+    and the hub-kernel attention options."""
     quantization: QuantSupport | None = None
+    """What the backend says of the quantization method asked for (status, reason, packages);
+    None when none was."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-able data: a ``torch.dtype`` shown as its name, other objects (a
+        quantization config) as their text."""
         return {
             "kwargs": {k: _show(v) for k, v in self.kwargs.items()},
             "backend": self.backend,
@@ -463,8 +352,77 @@ def plan_pretrained(
 ) -> PretrainedPlan:
     """Every ``from_pretrained`` setting for this hardware, with the reason for each.
 
-    ``paged=True`` says the model will generate with a paged cache (continuous batching):
-    only then is ``paged|eager`` accepted."""
+    ``kwargs`` is what ``pretrained_kwargs`` returns; ``reasons`` says why each was chosen.
+
+    :param backend: the backend to plan for. None: the one selected here (as
+        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
+        must be installed and available here. A ``Backend`` object: used as it is.
+    :param device: the device to plan for. None: this process's device: under a launcher
+        (``LOCAL_RANK``, or the local rank srun, mpirun or jsrun set) its local rank's device,
+        which ``device_map`` then names; else the first visible device. An ``int``: that logical
+        index among the backend's visible devices (``hwbackends devices`` lists them). A
+        ``Device`` (from ``hwbackends.explain().devices``): that device. With several visible
+        devices and no launcher's rank (``device`` given, or no launcher), ``device_map`` is
+        ``"auto"`` whatever ``device`` is, for Accelerate to spread the model over all of them
+        (unless the backend's ``capabilities().device_map_auto`` is False: then it names
+        ``device``), and ``device``'s capabilities lead the other choices; an integrated GPU next
+        to discrete ones is left out. A local rank past the visible devices raises
+        ``RankError``; an index out of range, or another type (``"cuda:0"``, ``True``), raises
+        ``HwBackendsError``.
+    :param attention: the ``attn_implementation``. ``"auto"``: the first option of the device's
+        capability table (``capabilities().attention``, best first) that loads here: its
+        packages installed and, for a hub kernel, the kernels integration working; with
+        ``device_map="auto"``, the first that loads on every visible device. An explicit name is
+        checked as Transformers checks it, on each device the model spans: an option of that
+        table is taken when it loads; another name Transformers registers, not a flash variant
+        (``flex_attention``, refused on TPU; names added with ``AttentionInterface.register``),
+        is passed on; a hub kernel id ``org/repo[@revision][:function]`` needs a repository id
+        the Hub accepts, a build for the device's kernels key and the kernels integration
+        working; ``paged|eager`` needs ``paged=True``, and another ``paged|<name>`` is planned
+        as ``<name>``. A name the backend refuses, one that cannot load, or any other string
+        raises ``UnsupportedSettingError``.
+    :param kernels: whether to set ``use_kernels=True`` (Transformers swaps the layers of
+        ``capabilities().kernel_layers`` for hub kernels). ``"auto"``: set when hub kernels can
+        work here (see ``kernels_status``: a kernels device key, a ``kernels`` release the host's
+        Transformers accepts, the Hub not offline), else left out with the reason. ``True``: the
+        same, but raises ``UnsupportedSettingError`` when they cannot work. ``False``: never set.
+        Any other value (``None``, ``1``, ``"yes"``) raises ``UnsupportedSettingError``. It does
+        not change ``attention``: hub-kernel attention depends on the integration alone.
+    :param quantization: the quantization to check before anything is downloaded. None: none.
+        A method name (``"awq"``, ``"bitsandbytes"``; any case, ``-`` or ``_``) is only checked
+        (a pre-quantized checkpoint names its method itself): no ``quantization_config`` is set.
+        A Transformers quantization config (``BitsAndBytesConfig(...)``, any object with a
+        ``quant_method``) or a dict with a string ``"quant_method"`` is checked, then passed on
+        unchanged as ``quantization_config``. ``QuantizationError`` when the backend says the
+        method fails on this device, a package it needs is missing, or the value names no
+        method; a method only partly supported, or one the backend has no data on, is a warning
+        (a ``UserWarning`` and ``warnings``).
+    :param dtype: the weights' dtype. ``"auto"``: the device's load dtype from its capability
+        table (``bfloat16``, ``float16`` or ``float32``), not the checkpoint's (Transformers'
+        own ``"auto"``); with ``device_map="auto"`` over different architectures, the first of
+        those that every visible device runs (``bfloat16`` only when all load in it). Else a
+        ``torch.dtype`` or its name: ``bfloat16``/``bf16``, ``float16``/``fp16``/``half``,
+        ``float32``/``fp32``/``float`` (``torch.`` prefix allowed), which the device must run
+        (``capabilities().dtypes``). Any other value, ``None`` included, raises
+        ``UnsupportedSettingError``. The ``dtype`` given to ``from_pretrained`` is the
+        ``torch.dtype``, or its name when torch cannot be imported.
+    :param env: the environment to read, name to value (a name left out is unset): the
+        ``HWBACKENDS_*`` settings, the visibility variables, the launcher's local rank,
+        ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``. None: ``os.environ``, or a simulated
+        ``host``'s own ``env``.
+    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
+        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    :param paged: True when the model will generate with a paged cache (continuous batching,
+        ``generate_batch``): only then is ``paged|eager`` accepted.
+    :raises UnsupportedSettingError: when ``attention``, ``dtype`` or ``kernels`` cannot work
+        here, or is not a value it takes.
+    :raises QuantizationError: when ``quantization`` would fail here.
+    :raises RankError: when this process's local rank is not a number, is negative, or has no
+        visible device.
+    :raises BackendNotFoundError: when ``backend`` names no installed backend.
+    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
+    :raises HwBackendsError: when ``device`` is out of range or not a device.
+    """
     t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     return plan_for_target(
         t,
@@ -609,6 +567,75 @@ def pretrained_kwargs(
     ``device_map``, ``dtype`` and ``attn_implementation`` always; ``use_kernels`` where hub
     kernels can work; ``quantization_config`` when a config was
     given and passed the pre-flight check. See ``plan_pretrained`` for the reasons.
+
+    :param backend: the backend to plan for. None: the one selected here (as
+        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
+        must be installed and available here. A ``Backend`` object: used as it is.
+    :param device: the device to plan for. None: this process's device: under a launcher
+        (``LOCAL_RANK``, or the local rank srun, mpirun or jsrun set) its local rank's device,
+        which ``device_map`` then names; else the first visible device. An ``int``: that logical
+        index among the backend's visible devices (``hwbackends devices`` lists them). A
+        ``Device`` (from ``hwbackends.explain().devices``): that device. With several visible
+        devices and no launcher's rank (``device`` given, or no launcher), ``device_map`` is
+        ``"auto"`` whatever ``device`` is, for Accelerate to spread the model over all of them
+        (unless the backend's ``capabilities().device_map_auto`` is False: then it names
+        ``device``), and ``device``'s capabilities lead the other choices; an integrated GPU next
+        to discrete ones is left out. A local rank past the visible devices raises
+        ``RankError``; an index out of range, or another type (``"cuda:0"``, ``True``), raises
+        ``HwBackendsError``.
+    :param attention: the ``attn_implementation``. ``"auto"``: the first option of the device's
+        capability table (``capabilities().attention``, best first) that loads here: its
+        packages installed and, for a hub kernel, the kernels integration working; with
+        ``device_map="auto"``, the first that loads on every visible device. An explicit name is
+        checked as Transformers checks it, on each device the model spans: an option of that
+        table is taken when it loads; another name Transformers registers, not a flash variant
+        (``flex_attention``, refused on TPU; names added with ``AttentionInterface.register``),
+        is passed on; a hub kernel id ``org/repo[@revision][:function]`` needs a repository id
+        the Hub accepts, a build for the device's kernels key and the kernels integration
+        working; ``paged|eager`` needs ``paged=True``, and another ``paged|<name>`` is planned
+        as ``<name>``. A name the backend refuses, one that cannot load, or any other string
+        raises ``UnsupportedSettingError``.
+    :param kernels: whether to set ``use_kernels=True`` (Transformers swaps the layers of
+        ``capabilities().kernel_layers`` for hub kernels). ``"auto"``: set when hub kernels can
+        work here (see ``kernels_status``: a kernels device key, a ``kernels`` release the host's
+        Transformers accepts, the Hub not offline), else left out with the reason. ``True``: the
+        same, but raises ``UnsupportedSettingError`` when they cannot work. ``False``: never set.
+        Any other value (``None``, ``1``, ``"yes"``) raises ``UnsupportedSettingError``. It does
+        not change ``attention``: hub-kernel attention depends on the integration alone.
+    :param quantization: the quantization to check before anything is downloaded. None: none.
+        A method name (``"awq"``, ``"bitsandbytes"``; any case, ``-`` or ``_``) is only checked
+        (a pre-quantized checkpoint names its method itself): no ``quantization_config`` is set.
+        A Transformers quantization config (``BitsAndBytesConfig(...)``, any object with a
+        ``quant_method``) or a dict with a string ``"quant_method"`` is checked, then passed on
+        unchanged as ``quantization_config``. ``QuantizationError`` when the backend says the
+        method fails on this device, a package it needs is missing, or the value names no
+        method; a method only partly supported, or one the backend has no data on, is a warning
+        (a ``UserWarning`` and ``warnings``).
+    :param dtype: the weights' dtype. ``"auto"``: the device's load dtype from its capability
+        table (``bfloat16``, ``float16`` or ``float32``), not the checkpoint's (Transformers'
+        own ``"auto"``); with ``device_map="auto"`` over different architectures, the first of
+        those that every visible device runs (``bfloat16`` only when all load in it). Else a
+        ``torch.dtype`` or its name: ``bfloat16``/``bf16``, ``float16``/``fp16``/``half``,
+        ``float32``/``fp32``/``float`` (``torch.`` prefix allowed), which the device must run
+        (``capabilities().dtypes``). Any other value, ``None`` included, raises
+        ``UnsupportedSettingError``. The ``dtype`` given to ``from_pretrained`` is the
+        ``torch.dtype``, or its name when torch cannot be imported.
+    :param env: the environment to read, name to value (a name left out is unset): the
+        ``HWBACKENDS_*`` settings, the visibility variables, the launcher's local rank,
+        ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``. None: ``os.environ``, or a simulated
+        ``host``'s own ``env``.
+    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
+        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    :param paged: True when the model will generate with a paged cache (continuous batching,
+        ``generate_batch``): only then is ``paged|eager`` accepted.
+    :raises UnsupportedSettingError: when ``attention``, ``dtype`` or ``kernels`` cannot work
+        here, or is not a value it takes.
+    :raises QuantizationError: when ``quantization`` would fail here.
+    :raises RankError: when this process's local rank is not a number, is negative, or has no
+        visible device.
+    :raises BackendNotFoundError: when ``backend`` names no installed backend.
+    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
+    :raises HwBackendsError: when ``device`` is out of range or not a device.
     """
     return plan_pretrained(
         backend=backend,

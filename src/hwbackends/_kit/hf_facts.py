@@ -38,8 +38,9 @@ __all__ = [
 
 # -- attention -----------------------------------------------------------------------------
 
-#: flash-attention version -> the distribution Transformers checks for (its dist-name test).
 FLASH_PACKAGES: Mapping[int, str] = {2: "flash-attn", 3: "flash-attn-3", 4: "flash-attn-4"}
+"""Flash-attention version to the distribution whose installation Transformers checks for it
+(its dist-name test): ``{2: "flash-attn", 3: "flash-attn-3", 4: "flash-attn-4"}``."""
 _FLASH_SOURCE = (
     "transformers modeling_flash_attention_utils.py FLASH_ATTENTION_COMPATIBILITY_MATRIX and "
     f"modeling_utils.py _check_and_adjust_attn_implementation ({HF_REF} §1.1-1.3)"
@@ -56,16 +57,33 @@ class FlashRow:
     """
 
     version: int
+    """The flash-attention version, 2, 3 or 4: the row is about ``flash_attention_<version>``."""
     package_archs: frozenset[str] | None
+    """The architectures the version's own package supports; None: every one, empty: none."""
     hub_archs: frozenset[str] | None
+    """The architectures the fallback hub kernel supports; None: every one, empty: none."""
     source: str
+    """Where the row's facts come from; the options it gives cite it."""
     note: str = ""
+    """Added to the notes of the options the row gives (``"Hopper only"``); ``""``: nothing."""
     package_note: str = ""
+    """The whole note of the package option, instead of ``the <package> package (<note>)``;
+    ``""``: that default."""
 
     def package_ok(self, arch: str | None) -> bool:
+        """Whether the version's own package supports ``arch``.
+
+        :param arch: the device's architecture (``sm_90``); None: unknown, which only a row
+            for every architecture accepts.
+        """
         return self.package_archs is None or (arch is not None and arch in self.package_archs)
 
     def hub_ok(self, arch: str | None) -> bool:
+        """Whether the hub kernel Transformers falls back to supports ``arch``.
+
+        :param arch: the device's architecture (``sm_90``); None: unknown, which only a row
+            for every architecture accepts.
+        """
         return self.hub_archs is None or (arch is not None and arch in self.hub_archs)
 
 
@@ -94,6 +112,18 @@ def flash_attention_options(
     it and the ``kernels`` integration is on. Installed packages come before hub kernels
     (which need the Hub or a cache at load time). Without a host nothing is known to be
     installed, so both forms are offered and the caller's loader decides.
+
+    :param rows: the vendor's rows, in its order of preference.
+    :param arch: the device's architecture (``sm_90``, ``gfx942``); None: unknown.
+    :param capability: the compute capability as major*10+minor (90 for 9.0), held against
+        Transformers' minimum major for each version; None: not checked.
+    :param device_key: the device's ``kernels`` key (``cuda``, ``rocm``, ``xpu``): a hub
+        kernel is offered only when its repository ships a build for it (or is not listed).
+    :param rocm: whether torch is a ROCm build, whose fallback hub kernels differ.
+    :param host: the machine whose installed packages decide; None: see above.
+    :param tables: the Transformers tables that apply (``transformers_tables(host)``).
+    :returns: ``(options, skipped)``: the ``AttentionOption`` values, and one line for each
+        version left out saying why.
     """
     b = _AttentionBuild()
     kstate = kernels_state(host, tables)
@@ -164,10 +194,14 @@ def flash_attention_options(
 class QuantMethod:
     """One Transformers quantization method: what it installs and what its gate checks."""
 
-    method: str  # the key ``Capabilities.quant()`` looks up (``-`` written as ``_``)
+    method: str
+    """The key ``Capabilities.quant()`` looks up, ``-`` written as ``_`` (``bitsandbytes``)."""
     packages: tuple[str, ...]
+    """The distributions Transformers requires for it (``("gptqmodel", "accelerate")``)."""
     gate: str
+    """What its ``validate_environment`` checks about the device, in words."""
     source: str
+    """The Transformers file and release the facts were read from."""
 
 
 def _qm(method: str, packages: tuple[str, ...], gate: str, path: str) -> QuantMethod:
@@ -177,8 +211,6 @@ def _qm(method: str, packages: tuple[str, ...], gate: str, path: str) -> QuantMe
     )  # fmt: skip
 
 
-#: Every method of ``AUTO_QUANTIZER_MAPPING`` (transformers/quantizers/auto.py, 5.22.2), with
-#: the distributions it needs and what its ``validate_environment`` checks about the device.
 QUANT_METHODS: Mapping[str, QuantMethod] = {
     q.method: q
     for q in (
@@ -232,6 +264,9 @@ QUANT_METHODS: Mapping[str, QuantMethod] = {
         _qm("vptq", ("vptq", "accelerate"), "CUDA required (RuntimeError)", "quantizer_vptq.py"),
     )
 }  # fmt: skip
+"""Every method of Transformers' ``AUTO_QUANTIZER_MAPPING`` (``quantizers/auto.py``, 5.22.2)
+by key, with the distributions it needs and what its ``validate_environment`` checks about
+the device."""
 
 
 @frozen
@@ -245,13 +280,24 @@ class QuantVerdict:
     """
 
     method: str
+    """The method's key, as ``QUANT_METHODS`` spells it (``fp8``)."""
     status: SupportLevel
+    """``"supported"``, ``"partial"``, ``"unsupported"`` or ``"unknown"`` on ``archs``."""
     reason: str
+    """Why, in words: what users read next to the status."""
     source: str
+    """Where the verdict comes from; the catalogue's source is added after it."""
     archs: frozenset[str] | None = None
+    """The architectures the verdict applies to; None: every one."""
     otherwise: tuple[SupportLevel, str] | None = None
+    """``(status, reason)`` on an architecture no verdict of the method lists (the method's
+    last verdict's is used); None: ``"unsupported"`` there. An unknown arch gets ``"unknown"``."""
     min_arch: str | None = None
+    """The minimum architecture the method needs (``sm_89``), in the answer and in the reason
+    when the device's architecture is unknown; None: not given."""
     packages: tuple[str, ...] | None = None
+    """The distributions it needs on this vendor's devices, instead of the catalogue's;
+    None: the catalogue's."""
 
 
 def _resolve(group: list[QuantVerdict], arch: str | None) -> QuantSupport:
@@ -276,7 +322,14 @@ def _resolve(group: list[QuantVerdict], arch: str | None) -> QuantSupport:
 
 
 def quant_support(verdicts: Sequence[QuantVerdict], arch: str | None) -> tuple[QuantSupport, ...]:
-    """Resolve a vendor's verdicts for one architecture (None: unknown), sorted by method."""
+    """Resolve a vendor's verdicts for one architecture (None: unknown), sorted by method.
+
+    :param verdicts: the vendor's verdicts, several per method allowed (the first whose
+        ``archs`` match applies).
+    :param arch: the device's architecture; None: unknown, which makes a verdict limited to
+        some architectures ``"unknown"``.
+    :returns: one ``QuantSupport`` per method, sorted by method.
+    """
     groups: dict[str, list[QuantVerdict]] = {}
     for v in verdicts:
         groups.setdefault(v.method, []).append(v)

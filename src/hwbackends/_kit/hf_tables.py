@@ -34,6 +34,8 @@ __all__ = [
 
 
 HF_REF = "docs/reference/hf-integration.md"
+"""The reference page that hwbackends' Hugging Face facts cite, as sources write it
+(``f"{HF_REF} §4.2"``)."""
 
 
 #: (device key, min capability, max capability) of one ``use_kernels`` mapping entry.
@@ -49,37 +51,63 @@ class TransformersTables:
     """
 
     version: str | None
+    """The Transformers release the tables are for; None when the host has none."""
     origin: str
+    """Where they were read: the installed files at run time, or the sourced copy and why."""
     read_at_runtime: bool
+    """True when read from the installed Transformers' files; False for the sourced copy."""
     fallback_cuda: Mapping[str, str]
+    """``FLASH_ATTN_KERNEL_FALLBACK`` on a CUDA build: ``flash_attention_N`` to the hub kernel
+    used when its package is missing (``kernels-community/flash-attn2``)."""
     fallback_rocm: Mapping[str, str]
+    """The same table on a ROCm build (``kernels-community/aiter-flash-attn``)."""
     kernel_devices: Mapping[str, tuple[str, ...]]
+    """``FLASH_ATTN_KERNEL_DEVICES``: hub repository to the ``kernels`` device keys it ships
+    builds for; a repository not listed is taken to serve every device."""
     fa_min_major: Mapping[int, int]
+    """Flash-attention version to the minimum CUDA compute capability major (``{3: 8, 4: 9}``)."""
     kernels_range: tuple[str, str] | None
+    """``(low, high)``: the ``kernels`` releases Transformers accepts, ``>=low,<high``; None:
+    not known for this release."""
     kernel_mapping: Mapping[str, tuple[KernelTarget, ...]]
-    installed: bool = True  # False when the host has no transformers at all
-    # hub_kernels.is_kernel's pattern: what an ``attn_implementation`` hub id must look like
+    """The default ``use_kernels`` mapping: layer name to ``(device key, min capability, max
+    capability)`` entries, capabilities as major*10+minor (None: no bound)."""
+    installed: bool = True
+    """False when the host has no Transformers at all."""
     hub_kernel_pattern: str = r"^[^/:]+/[^/:]+(?:@[^/:]+)?(?::[^/:]+)?$"
-    # AttentionInterface._global_mapping's keys (every name registered at import), + "eager"
+    """``hub_kernels.is_kernel``'s pattern: what an ``attn_implementation`` hub id must look
+    like."""
     attention_names: tuple[str, ...] = (
         "eager", "flash_attention_4", "flash_attention_3", "flash_attention_2",
         "flex_attention", "sdpa", "paged|eager",
     )  # fmt: skip
+    """The attention names Transformers registers at import
+    (``AttentionInterface._global_mapping``'s keys), and ``"eager"``."""
 
     def is_hub_kernel(self, name: str) -> bool:
-        """Whether Transformers treats ``name`` as a hub kernel id (``org/repo[@rev][:fn]``)."""
+        """Whether Transformers treats ``name`` as a hub kernel id (``org/repo[@rev][:fn]``).
+
+        :param name: an ``attn_implementation`` value.
+        """
         import re
 
         return re.search(self.hub_kernel_pattern, name) is not None
 
     def kernel_builds(self, repo_id: str) -> tuple[str, ...] | None:
         """The ``kernels`` device keys a hub attention repo ships builds for; None: unlisted,
-        which Transformers treats as every device."""
+        which Transformers treats as every device.
+
+        :param repo_id: a hub kernel id, ``org/repo`` with an optional ``@revision`` and
+            ``:function``.
+        """
         repo = repo_id.split(":", 1)[0].split("@", 1)[0]
         return self.kernel_devices.get(repo)
 
     def fallback(self, *, rocm: bool) -> Mapping[str, str]:
-        """``FLASH_ATTN_KERNEL_FALLBACK`` as Transformers computes it on this torch build."""
+        """``FLASH_ATTN_KERNEL_FALLBACK`` as Transformers computes it on this torch build.
+
+        :param rocm: whether torch is a ROCm build (``fallback_rocm``), else ``fallback_cuda``.
+        """
         return self.fallback_rocm if rocm else self.fallback_cuda
 
 
@@ -390,6 +418,8 @@ def transformers_tables(host: Host | None) -> TransformersTables:
     Transformers of ``host``: always for the real machine (or no host), and for a simulated
     host that lists the same transformers version. Otherwise, or when the files cannot be
     parsed, the sourced copy is returned and ``origin`` says why.
+
+    :param host: the machine whose Transformers applies; None: the copy installed here.
     """
     base = _local_transformers_dir()
     init = _read(os.path.join(base, "__init__.py")) if base else None
@@ -415,11 +445,20 @@ class KernelsState:
     """
 
     usable: bool | None
+    """True: switched on; False: off (Transformers or ``kernels`` missing, or a ``kernels``
+    release Transformers refuses); None: cannot be told."""
     reason: str
+    """Why, with the versions compared (``kernels 0.18.2, transformers 5.23.0 accepts
+    >=0.18.2,<0.19``)."""
 
 
 def kernels_state(host: Host | None, tables: TransformersTables) -> KernelsState:
-    """``is_kernels_available()`` of the host's Transformers, decided from package versions."""
+    """``is_kernels_available()`` of the host's Transformers, decided from package versions.
+
+    :param host: the machine whose installed ``kernels`` is checked; None: unknown packages,
+        so ``usable`` is None.
+    :param tables: the host's Transformers tables (``transformers_tables(host)``).
+    """
     if host is None:
         return KernelsState(None, "no host given: installed packages unknown")
     if not tables.installed:
@@ -446,6 +485,10 @@ def kernel_layers(
 
     ``capability`` (major*10+minor as torch reports it; gfx1151 is 115 on ROCm) filters the
     entries restricted to a capability range; None keeps only unrestricted entries.
+
+    :param device_key: a ``kernels`` device key (``cuda``, ``rocm``, ``xpu``, ``mps``, ...).
+    :param capability: the device's capability as above, or None.
+    :param tables: the Transformers tables whose default mapping is read.
     """
     out = []
     for layer, targets in tables.kernel_mapping.items():
@@ -465,7 +508,6 @@ def kernel_layers(
     return tuple(sorted(out))
 
 
-#: Advice that holds for every device with hub kernels (no vendor claims a speed-up for all).
 USE_KERNELS_ADVICE = Limitation(
     text=(
         "use_kernels=True swaps layers (RMSNorm, MLPs, rotary, MoE) for hub kernels: it helps "
@@ -477,3 +519,5 @@ USE_KERNELS_ADVICE = Limitation(
         "own guidance, not a vendor benchmark"
     ),
 )
+"""A ``Limitation`` for a plugin's devices with hub kernels: ``use_kernels=True`` helps prefill
+and large batches; measure small-batch decoding first (no vendor claims a speed-up for all)."""

@@ -34,25 +34,47 @@ class Host:
     """Everything hwbackends knows about one machine. Build with a ``from_*`` constructor."""
 
     system: str = "Linux"
+    """The operating system as ``platform.system()`` names it (``Linux``, ``Darwin``, ...)."""
     machine: str = "x86_64"
+    """The CPU architecture as ``platform.machine()`` names it (``x86_64``, ``aarch64``, ...)."""
     torch: TorchBuild | None = None
+    """What the installed torch was built for; None when torch is not installed."""
     packages: Mapping[str, str] = field(default_factory=dict)
+    """Installed distributions, normalised name (``torch-npu``) to version; see ``package``."""
     devices: tuple[HostDevice, ...] = ()
+    """The accelerators, each vendor's in its runtime's physical order."""
     cuda_fastest_first: tuple[int, ...] | None = None
+    """CUDA's ``FASTEST_FIRST`` order of the NVIDIA devices when known (a permutation of their
+    positions, fastest first); None: unknown, as on a real machine."""
     env: Mapping[str, str] | None = None
+    """A host file's environment of the simulated process, name to value; None: none given
+    (always for a real machine), so callers use the real environment."""
     cpu: CpuInfo = field(default_factory=CpuInfo)
+    """The CPU: ``model``, ``count`` (logical cores) and ``flags`` (``/proc/cpuinfo`` names)."""
     device_nodes: tuple[str, ...] = ()
+    """The ``/dev`` entries that backends declare, relative to ``/dev`` and sorted
+    (``nvidia0``, ``kfd``, ``accel/accel0``)."""
     drivers: Mapping[str, str] = field(default_factory=dict)
+    """Loaded drivers, name to version (``{"nvidia": "570.133.20"}``)."""
     source: str = "dict"
-    python: str | None = None  # the interpreter's version (real machine: this one)
-    memory_bytes: int | None = None  # system RAM
-    # backend name -> why its read_devices/read_drivers hook failed (real machine only)
+    """Where the description comes from: ``"system"`` for this machine, the path for
+    ``from_file``, else ``from_dict``'s ``source``."""
+    python: str | None = None
+    """The Python version (``"3.12.4"``): this interpreter's on a real machine; None when a
+    host file gives none."""
+    memory_bytes: int | None = None
+    """System RAM in bytes; None when unknown."""
     reader_errors: Mapping[str, str] = field(default_factory=dict)
+    """Backend name to why its ``read_devices`` / ``read_drivers`` hook failed while this
+    machine was read (selection then reports that backend broken); empty for a host file."""
 
     # -- queries ---------------------------------------------------------------------------
 
     def devices_of(self, vendor: str) -> tuple[HostDevice, ...]:
-        """Devices of one vendor, in that vendor's physical order."""
+        """Devices of one vendor, in that vendor's physical order (empty when it has none).
+
+        :param vendor: a backend's vendor key (``nvidia``), as ``HostDevice.vendor`` holds it.
+        """
         index: dict[str, tuple[HostDevice, ...]] | None = self.__dict__.get("_by_vendor")
         if index is None:  # built once per host: device resolution asks several times
             grouped: dict[str, list[HostDevice]] = {}
@@ -63,17 +85,28 @@ class Host:
         return index.get(vendor, ())
 
     def package(self, name: str) -> str | None:
-        """Installed version of a distribution, or None."""
+        """Installed version of a distribution, or None.
+
+        :param name: the distribution's name in any spelling pip accepts (``torch_npu`` is
+            ``torch-npu``).
+        """
         return self.packages.get(normalize_dist_name(name))
 
     def has_node(self, prefix: str) -> bool:
+        """Whether a ``/dev`` entry of ``device_nodes`` starts with ``prefix``.
+
+        :param prefix: the start of a name relative to ``/dev`` (``nvidia``, ``accel/``).
+        """
         return any(n.startswith(prefix) for n in self.device_nodes)
 
     @property
     def simulated(self) -> bool:
+        """Whether this describes a host file or dict rather than the machine it runs on."""
         return self.source != "system"
 
     def to_dict(self) -> dict[str, Any]:
+        """The host in the host-file format, as JSON-able data that ``from_dict`` reads back
+        (``source`` and ``reader_errors`` left out)."""
         return {
             "system": self.system,
             "machine": self.machine,
@@ -101,6 +134,10 @@ class Host:
         The file must be a regular file of at most ``MAX_HOST_FILE_BYTES``; a FIFO, a device
         such as ``/dev/zero`` or a folder is refused before anything is read, so a bad path
         cannot hang or exhaust the process.
+
+        :param path: the host file (``docs/hosts/two-l40s.json``); it becomes ``source``.
+        :raises HostFileError: when the file is missing, unreadable, not a regular file, too
+            large, not JSON, or describes a field wrongly (the message names it).
         """
         import json
 
@@ -136,7 +173,12 @@ class Host:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], *, source: str = "dict") -> Host:
-        """Validate a host description; every mistake names its field."""
+        """Validate a host description; every mistake names its field.
+
+        :param data: the host file's fields as a mapping (parsed JSON); every one is optional.
+        :param source: what the description is called in error messages and ``source``.
+        :raises HostFileError: when a field is unknown or holds a value of the wrong kind.
+        """
         if not isinstance(data, Mapping):
             raise HostFileError(
                 f"a host description must be a JSON object, got {type(data).__name__} "
@@ -311,6 +353,13 @@ class Host:
         the PCI functions and ``/dev`` names each declares, ordered and named by its
         ``read_devices`` hook. Accelerator-class functions nobody claims are kept too, so that
         the report can say which plugin to install.
+
+        :param root: the folder whose ``sys``, ``proc`` and ``dev`` are read (``/``).
+        :param path: the folders searched for installed distributions and torch's
+            ``version.py``; None: ``sys.path``.
+        :param system: the operating system name to assume; None: ``os.uname()``'s.
+        :param backends: the backends whose declarations are used; None: the installed ones
+            that load, less those ``HWBACKENDS_PLUGINS`` / ``HWBACKENDS_DISABLE`` turn off.
         """
         from hwbackends._machine.reader import read_system
 

@@ -16,9 +16,15 @@ class TorchBuild:
     """What the installed torch was built for, read from ``torch/version.py`` as text."""
 
     version: str
+    """torch's ``__version__``, local build tag included (``2.8.0+cu128``)."""
     cuda: str | None = None
+    """The CUDA version the wheel was built with (``"12.8"``); None when it is not a CUDA
+    build."""
     hip: str | None = None
+    """The HIP version of a ROCm build (``"6.4.43482"``); None when it is not a ROCm build."""
     xpu: str | None = None
+    """``torch/version.py``'s ``xpu`` value on an Intel XPU build (``"20250101"``); None
+    otherwise."""
 
     @property
     def flavour(self) -> str:
@@ -32,6 +38,7 @@ class TorchBuild:
         return "cpu"
 
     def to_dict(self) -> dict[str, Any]:
+        """The build as JSON-able data, as a host file's ``torch`` object writes it."""
         return {"version": self.version, "cuda": self.cuda, "hip": self.hip, "xpu": self.xpu}
 
 
@@ -56,15 +63,28 @@ class HostDevice:
     """
 
     vendor: str
+    """The vendor key of the backend that serves it, or would if installed (``nvidia``,
+    ``amd``, ``intel``, ...); ``pci_<vendor id>`` (``pci_1234``) where no known backend does."""
     pci_bus_id: str | None = None
+    """Its PCI address ``domain:bus:device.function``, lower-case (``0000:41:00.0``); None
+    when unknown."""
     uuid: str | None = None
+    """The runtime's unique id (``GPU-...`` for NVIDIA and AMD); None when unknown."""
     name: str | None = None
+    """The marketing name (``NVIDIA L40S``); None when unknown."""
     arch: str | None = None
+    """The architecture (``sm_90``, ``gfx942``, ``trn2``, ...); None when unknown."""
     memory_bytes: int | None = None
+    """Device memory in bytes; None when unknown."""
     pci_device_id: str | None = None
+    """The PCI device id (``0x7364``), which plugins use to tell generations apart; None when
+    unknown."""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    """The facts only some devices have, by name (see above); empty when there are none."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The device as JSON-able data in the host-file format: the fields above
+        (``pci_device_id`` only when known) and each entry of ``extra`` as a field of its own."""
         d: dict[str, Any] = {
             "vendor": self.vendor,
             "pci_bus_id": self.pci_bus_id,

@@ -82,17 +82,36 @@ class Confirmation:
     """
 
     backend: str
+    """The name of the backend that was checked."""
     ok: bool
+    """True when the runtime sees as many devices as predicted and, where both sides know
+    them, the same PCI bus ids in the same order."""
     predicted_count: int
+    """How many devices ``backend.devices(host, env)`` predicts for this environment."""
     observed_count: int | None
+    """How many devices ``torch.<device_type>.device_count()`` gave in the child; None when
+    the runtime gave no count (``checked`` is False)."""
     predicted_bus_ids: tuple[str | None, ...]
+    """The PCI bus id of each predicted device in logical order, spelled ``0000:3b:00.0``;
+    None for a device whose address is unknown."""
     observed_bus_ids: tuple[str | None, ...] | None
+    """The PCI bus id torch gives for each device it sees, in its order and the same spelling
+    (None where torch exposes none); None when the runtime gave no list."""
     message: str
+    """What was compared and found, in words (the mismatch, or what kept the check from
+    running)."""
     seconds: float
+    """How long the check took in seconds, prediction and child process together."""
     checked: bool = True
+    """False when the runtime could not be asked (no torch, a torch without the device
+    module, a crash or a timeout): ``ok`` is then False, though nothing disagreed."""
     fix: str | None = None
+    """What makes the check possible when ``checked`` is False (install or repair torch,
+    check the driver, ...); None otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
+        """This confirmation as JSON-able data (the ``confirmation`` that ``--confirm --json``
+        adds to ``hwbackends devices``, ``env`` and ``explain``)."""
         return {
             "backend": self.backend,
             "ok": self.ok,

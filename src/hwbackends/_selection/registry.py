@@ -20,13 +20,12 @@ from hwbackends._base.errors import (
     PluginError,
 )
 from hwbackends._base.guard import (
-    ResultError,
     call_many,
     late_writes,
     plain,
     refuse_nested,
 )
-from hwbackends._base.protocol import Device, Probe, checked
+from hwbackends._base.protocol import Device, Probe
 from hwbackends._base.settings import (
     SETTINGS_VARS,
     Settings,
@@ -52,6 +51,8 @@ from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
 )
 from hwbackends._machine.host import Host
+from hwbackends._selection.calls import _devices
+from hwbackends._selection.calls import plugin_call as plugin_call  # imported from here too
 from hwbackends._selection.order import (
     Candidate,
     none_preferred,
@@ -74,14 +75,13 @@ from hwbackends._selection.report import (
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
-    from typing import Any, Literal, TypeVar
+    from collections.abc import Mapping
+    from typing import Any, Literal
 
     from hwbackends._base.protocol import Backend
     from hwbackends._discovery.scan import EntryPointSpec
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
-    _T = TypeVar("_T")
 
 
 __all__ = [
@@ -94,71 +94,6 @@ __all__ = [
     "explain",
     "get",
 ]
-
-
-# -- guarded plugin calls ------------------------------------------------------------------
-
-
-def plugin_call(
-    name: str,
-    method: str,
-    fn: Callable[[], _T],
-    expect: type | None = None,
-    passthrough: tuple[type[BaseException], ...] = (),
-) -> _T:
-    """Call a backend's method for an integration (``capabilities()``, ``devices()``...).
-
-    The call runs under the plugin guard; a result of the wrong type, an exception, a hang
-    or an environment edit becomes a ``PluginError`` that names the backend and its method.
-    ``expect`` is a protocol value class (``Capabilities``, ``Probe``) checked field by field,
-    ``list`` for a list of ``Device``, or ``dict`` for variable names to string values.
-    """
-    what = f"{name}.{method}()"
-
-    def run() -> Any:
-        got = fn()
-        if expect is list:
-            if not isinstance(got, list):
-                raise ResultError(f"{what} returned {type(got).__name__}, expected a list")
-            return [checked(d, Device, what) for d in got]
-        if expect is dict:
-            if not isinstance(got, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in got.items()
-            ):
-                raise ResultError(
-                    f"{what} returned {type(got).__name__}, expected a dict of variable names "
-                    "to string values"
-                )
-            return {plain(k): plain(v) for k, v in dict(got).items()}
-        if expect is not None:
-            return checked(got, expect, what)
-        try:  # an exact builtin copy where it is one (tuples of str, ...), else as it is
-            return plain(got)
-        except ResultError:
-            return got
-
-    try:
-        return guarded(what, run, passthrough=passthrough, owner=name)  # type: ignore[no-any-return]
-    except Broken as exc:
-        raise PluginError(
-            f"the {name} backend is broken: {exc.reason}",
-            "a plugin whose methods return what the hwbackends.Backend protocol describes",
-            "update or uninstall the plugin; `hwbackends plugins --check` lists broken plugins",
-        ) from None
-
-
-def _devices(
-    backend: Backend, name: str, host: Host, env: Mapping[str, str], timeout: float | None
-) -> list[Device]:
-    what = f"{name}.devices()"
-
-    def run() -> list[Device]:
-        got = backend.devices(host, env)
-        if not isinstance(got, list):
-            raise ResultError(f"{what} returned {type(got).__name__}, expected a list of Device")
-        return [checked(d, Device, what) for d in got]
-
-    return guarded(what, run, timeout=timeout, owner=name)
 
 
 # -- the registry --------------------------------------------------------------------------
@@ -553,8 +488,22 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     """The selection report: every candidate, its probe, the rule that decided, timings.
 
     With neither ``env`` nor ``host`` given, the answer is computed once per process (under a
-    lock, so concurrent first calls get the same object) and cached. ``env`` defaults to
-    ``os.environ`` or, for a simulated host that declares one, the host file's ``env``.
+    lock, so concurrent first calls get the same object) and cached until
+    ``hwbackends.reset()``; with either, it is computed again on every call.
+
+    :param env: the environment to select in (``HWBACKENDS_*`` settings, visibility
+        variables), name to value; a name left out is unset. None: ``os.environ``, or the
+        ``env`` of a simulated ``host`` whose host file declares one.
+    :param host: the machine to select for: a ``Host`` (``Host.from_file(path)`` for a
+        simulated one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    :raises HostFileError: when ``host`` is not a ``Host``, or the ``HWBACKENDS_HOST`` file is
+        missing or malformed.
+    :raises SettingsError: when an ``HWBACKENDS_*`` variable holds a value it does not take.
+    :raises BackendUnavailableError: when no backend ``HWBACKENDS_BACKEND`` names can be used
+        here, or no backend at all (cpu disabled).
+    :raises VisibilityError: when a visibility variable holds a value the runtime refuses.
+    :raises PluginError: under ``HWBACKENDS_STRICT=1`` when a plugin is broken, or when a
+        plugin's own code calls it.
     """
     global _cached
     refuse_nested()
@@ -614,12 +563,23 @@ def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
 def backends(
     *, env: Mapping[str, str] | None = None, host: Host | None = None
 ) -> list[BackendStatus]:
-    """Every discovered backend with its state and reason."""
+    """Every discovered backend with its state and reason: ``explain()``'s ``candidates``.
+
+    :param env: the environment to select in, as for ``explain``; None: ``os.environ``, or
+        a simulated ``host``'s own ``env``.
+    :param host: the machine, as for ``explain``; None: ``HWBACKENDS_HOST``'s file, else this
+        machine.
+    """
     return list(explain(env=env, host=host).candidates)
 
 
 def get(name: str) -> Backend:
-    """A backend by name, whether or not it is available here."""
+    """A backend by name, whether or not it is available here.
+
+    :param name: the backend's name, any case (``"cuda"``); ``hwbackends.backends()`` lists them.
+    :raises BackendNotFoundError: when no installed backend has that name.
+    :raises PluginError: when that backend is broken, or several plugins claim the name.
+    """
     return _default_registry().get(name)
 
 

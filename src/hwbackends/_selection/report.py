@@ -22,19 +22,44 @@ class BackendStatus:
     """One candidate backend and what became of it."""
 
     name: str
-    origin: str  # "builtin" or the distribution that declared it
+    """The backend's name (``cuda``, ``rocm``, ``cpu``, ...), as its entry point declares it."""
+    origin: str
+    """``"builtin"`` for a backend built into hwbackends (cpu), else the distribution that
+    declares it (``hwbackends-cuda``)."""
     version: str
-    target: str  # "module:attr"
+    """The version of the distribution that provides it (hwbackends' own for a built-in)."""
+    target: str
+    """The entry point's object reference, ``module:attr`` (``hwbackends_cuda:CudaBackend``)."""
     state: State
+    """``"selected"`` (the backend this process uses), ``"available"`` (ready, not chosen),
+    ``"unavailable"`` (not ready, or no visible device), ``"broken"``, ``"disabled"``
+    (``HWBACKENDS_PLUGINS`` / ``HWBACKENDS_DISABLE``, or replaced) or ``"not-probed"``."""
     probe: Probe | None = None
+    """Its probe's answer (hardware found, software ready, reason, hint); None when no probe
+    result is kept: disabled, not probed, or broken."""
     error: str | None = None
+    """Why it is broken, disabled, not probed, or unusable despite a ready probe; None
+    otherwise."""
     traceback: str | None = None
+    """The traceback of the plugin's failure, for a broken backend; ``to_dict`` shows it only
+    with ``debug`` (``HWBACKENDS_DEBUG``)."""
     priority: int | None = None
+    """Its declared priority: of several available backends the highest wins, ties by name.
+    None when it did not load."""
     device_type: str | None = None
+    """The torch device type it declares (``cuda``, ``xpu``, ``cpu``, ...); None when it did
+    not load."""
     probe_ms: float = 0.0
-    vendor: str | None = None  # the host-device key the backend declares
-    replaces: str | None = None  # the distributions this one replaces (it declares replaces)
-    replaced_by: str | None = None  # the distribution that replaces this one
+    """Milliseconds its load and probe took; 0.0 when it was not probed or broke."""
+    vendor: str | None = None
+    """The host-device key it declares (``nvidia``, ``amd``, ...): the ``HostDevice.vendor``
+    of the hardware it serves; None when it did not load or declares none."""
+    replaces: str | None = None
+    """The distributions this one replaces (it declares ``replaces``), comma-separated; None
+    when it replaces none."""
+    replaced_by: str | None = None
+    """The distribution that replaces this one (its state is then ``"disabled"``); None when
+    none does."""
 
     @property
     def source(self) -> str:
@@ -44,10 +69,12 @@ class BackendStatus:
 
     @property
     def broken(self) -> bool:
+        """Whether its state is ``"broken"``."""
         return self.state == "broken"
 
     @property
     def reason(self) -> str:
+        """Why it is in its state: ``error`` when set, else the probe's reason, else ``""``."""
         if self.error:
             return self.error
         if self.probe is not None:
@@ -55,6 +82,10 @@ class BackendStatus:
         return ""
 
     def to_dict(self, *, debug: bool = False) -> dict[str, Any]:
+        """This status as JSON-able data, with ``reason`` and the probe's own ``to_dict``.
+
+        :param debug: add ``traceback`` too (the report does so under ``HWBACKENDS_DEBUG``).
+        """
         d: dict[str, Any] = {
             "name": self.name,
             "origin": self.origin,
@@ -81,24 +112,54 @@ class SelectionReport:
     """Why this process uses the backend it uses."""
 
     chosen: str
+    """The name of the backend this process uses (the one ``hwbackends.current()`` returns)."""
     device_type: str
-    rule: str  # "forced", "preferred", "priority", "only-available", "cpu-fallback"
+    """The torch device type to use (``cuda``, ``xpu``, ``cpu``, ...): the first device's,
+    which may depend on the software stack (neuron, xla), else the chosen backend's."""
+    rule: str
+    """How it was chosen: ``"forced"`` (``HWBACKENDS_BACKEND`` names one backend),
+    ``"preferred"`` (the first usable of a ``HWBACKENDS_BACKEND`` list), ``"priority"``,
+    ``"only-available"`` or ``"cpu-fallback"`` (hardware or backends found, none usable)."""
     reason: str
+    """The rule in words, for people (``"the only available backend"``)."""
     candidates: tuple[BackendStatus, ...]
+    """Every discovered backend's status, sorted by name, followed by the other claimants of a
+    name (a clash, a replaced or disabled distribution, a plugin reusing a built-in name)."""
     devices: tuple[Device, ...]
+    """The chosen backend's devices as this process sees them (after the visibility
+    variables), in logical index order."""
     env_read: Mapping[str, str | None]
+    """The environment variables selection read and their values (None: unset): every
+    ``HWBACKENDS_*`` setting, the chosen backend's visibility variables, and those that hide
+    every device of another backend (see ``hidden``)."""
     warnings: tuple[str, ...]
+    """Problems worth fixing, one sentence each with its fix where there is one: hardware no
+    ready backend serves, devices hidden by visibility variables, plugin misbehaviour, ..."""
     timings_ms: Mapping[str, float]
+    """Milliseconds by step: ``discovery``, ``probe:<name>`` for each probed backend and
+    ``devices:<name>`` for each backend whose devices were listed."""
     discovery: str
+    """How the plugins were found: ``"scan"`` (their ``*.dist-info`` folders read directly),
+    ``"importlib"`` (``importlib.metadata``) or ``"given"`` (a registry of given classes)."""
     host: Host
+    """The machine selection read: this one, or a simulated one (``host=``, ``HWBACKENDS_HOST``)."""
     visibility: Mapping[str, Any] | None = None
+    """How the chosen backend's runtime reads its visibility variables here (the report of
+    ``hwbackends.visibility.explain_visibility`` as a dict); None when the chosen backend
+    declares none and another backend's devices were all hidden (``hidden`` explains)."""
     debug: bool = False
-    #: Backends with hardware whose every device the visibility variables hide: for each,
-    #: ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
-    #: ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``.
+    """Whether ``HWBACKENDS_DEBUG`` is on: ``to_dict`` then shows each candidate's traceback."""
     hidden: tuple[Mapping[str, Any], ...] = ()
+    """Backends with hardware whose every device the visibility variables hide: for each,
+    ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
+    ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``."""
 
     def status(self, name: str) -> BackendStatus:
+        """The status of one candidate.
+
+        :param name: a backend name as ``candidates`` lists it (``"cuda"``).
+        :raises KeyError: when no candidate has that name.
+        """
         for c in self.candidates:
             if c.name == name:
                 return c
@@ -106,9 +167,12 @@ class SelectionReport:
 
     @property
     def broken(self) -> tuple[BackendStatus, ...]:
+        """The candidates whose state is ``"broken"``."""
         return tuple(c for c in self.candidates if c.broken)
 
     def to_dict(self) -> dict[str, Any]:
+        """The report as JSON-able data, as ``hwbackends explain --json`` prints it (the host
+        summarised: source, system, machine, CPU, torch build, accelerators)."""
         h = self.host
         return {
             "chosen": self.chosen,

@@ -13,6 +13,9 @@ mkdocstrings, so the Plugin API page shows the same text):
   ``:returns:`` and ``:raises Error: when`` where they say something the summary does not;
 * a record's field, a class attribute or a module constant: a string literal on the line
   after its assignment (an attribute docstring, PEP 257).
+
+Signatures are ``text`` blocks: the docs tests run ``python`` blocks, and a signature is not a
+program.
 """
 
 from __future__ import annotations
@@ -226,16 +229,24 @@ def kind_of(obj: Any) -> str:
     return "constant"
 
 
+def unwrapped(obj: Any) -> Any:
+    """The function under a pytest fixture's wrapper (the object itself otherwise)."""
+    get = getattr(obj, "_get_wrapped_function", None)
+    return get() if callable(get) else obj
+
+
 def members() -> list[Member]:
     out: list[Member] = []
-    first: dict[int, str] = {}
+    first: dict[object, str] = {}
     for modname in API_MODULES:
         mod = importlib.import_module(modname)
         for name in sorted(getattr(mod, "__all__", ())):
             obj = getattr(mod, name)
             kind = kind_of(obj)
-            key = id(obj) if kind in ("class", "function", "fixture", "type") else id((mod, name))
             here = f"{modname}.{name}"
+            # a class, function or alias exported by several modules is described once; a
+            # constant is its own entry wherever it is (two modules' ints may be one object)
+            key: object = id(obj) if kind in ("class", "function", "fixture", "type") else here
             out.append(Member(modname, name, obj, kind, first.setdefault(key, here)))
     return out
 
@@ -282,6 +293,21 @@ def signature(func: Callable[..., Any], *, drop_self: bool = False) -> str:
     return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
 
 
+def record_signature(cls: type) -> str:
+    """A record's constructor as its fields say (``@frozen`` builds a generic ``__init__``)."""
+    shown = []
+    for f in dataclasses.fields(cls):
+        if not f.init or f.name.startswith("_"):  # a private field is not for callers
+            continue
+        if f.default is not dataclasses.MISSING:
+            shown.append(f"{f.name}={f.default!r}")
+        elif f.default_factory is not dataclasses.MISSING:
+            shown.append(f"{f.name}={f.default_factory()!r}")
+        else:
+            shown.append(f.name)
+    return ", ".join(shown)
+
+
 def record_fields(cls: type) -> list[tuple[str, str, str]]:
     """(name, type, default) of each public field of a dataclass, or of each public annotated
     class attribute of another class (its own and its project bases')."""
@@ -303,12 +329,15 @@ def record_fields(cls: type) -> list[tuple[str, str, str]]:
         if not klass.__module__.startswith("hwbackends"):
             continue
         for name, ann in vars(klass).get("__annotations__", {}).items():
-            if name.startswith("_") or name in seen or _type_text(ann).startswith("ClassVar"):
+            if name.startswith("_") or name in seen:
                 continue
             seen.add(name)
             value = getattr(cls, name, dataclasses.MISSING)
             default = "required" if value is dataclasses.MISSING else _short(value)
-            out.append((name, _type_text(ann), default))
+            text = _type_text(ann)
+            if text.startswith("ClassVar[") and text.endswith("]"):
+                text = text[len("ClassVar[") : -1]
+            out.append((name, text, default))
     return out
 
 
@@ -360,7 +389,7 @@ def missing() -> list[str]:
         if m.first != m.qualname:
             continue
         if m.kind in ("function", "fixture"):
-            func = getattr(m.obj, "_get_wrapped_function", lambda: m.obj)()
+            func = unwrapped(m.obj)
             out += _callable_gaps(func, m.qualname, seen)
         elif m.kind in ("type", "table", "constant"):
             doc, where = constant_doc(m.name)
@@ -379,6 +408,189 @@ def missing() -> list[str]:
     return sorted(set(out))
 
 
+# -- the page -------------------------------------------------------------------------------
+
+
+def _cell(value: Any) -> str:
+    """One table cell: no newlines, pipes escaped, empty shown as a dash."""
+    text = _roles(" ".join(str(value or "").split()))
+    return text.replace("|", "\\|") if text else "–"
+
+
+_ROLE = re.compile(r":(?:func|meth|data|mod|class|attr|exc|obj):`~?([^`]+)`")
+
+
+def _roles(text: str) -> str:
+    """Sphinx cross-reference roles (``:func:`name```) as Markdown code."""
+    return _ROLE.sub(r"`\1`", text)
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return lines + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def slug(text: str) -> str:
+    """The anchor MkDocs gives a heading (Python-Markdown's toc ``slugify``)."""
+    value = re.sub(r"[^\w\s-]", "", text).strip().lower()
+    return re.sub(r"[-\s]+", "-", value)
+
+
+def _prose(doc: Doc) -> list[str]:
+    out = [_roles(doc.summary), ""] if doc.summary else []
+    if doc.body:
+        out += [_roles(doc.body), ""]
+    return out
+
+
+def _callable_parts(func: Callable[..., Any], doc: Doc) -> list[str]:
+    # a list, not a table: a parameter's meaning can be a paragraph
+    out: list[str] = []
+    items = []
+    for p in parameters(func):
+        stars = {p.VAR_POSITIONAL: "*", p.VAR_KEYWORD: "**"}.get(p.kind, "")
+        facts = []
+        if p.annotation is not inspect.Parameter.empty:
+            facts.append(f"`{_type_text(p.annotation)}`")
+        if p.default is not inspect.Parameter.empty:
+            facts.append(f"default `{_short(p.default)}`")
+        elif not stars:
+            facts.append("required")
+        said = _roles(" ".join(doc.params.get(p.name, "–").split()))
+        items.append(f"- `{stars}{p.name}` ({', '.join(facts)}): {said}")
+    if items:
+        out += ["**Parameters:**", "", *items, ""]
+    if doc.returns:
+        out += [f"**Returns:** {_roles(' '.join(doc.returns.split()))}", ""]
+    if doc.raises:
+        out += ["**Raises:**", ""]
+        out += [f"- `{e}`: {_roles(' '.join(said.split()))}" for e, said in doc.raises]
+        out.append("")
+    return out
+
+
+def _method_cell(func: Callable[..., Any], how: str) -> str:
+    doc = parse(docstring(func))
+    parts = [doc.summary]
+    if how != "property":
+        for p in parameters(func):
+            parts.append(f"`{p.name}`: {doc.params.get(p.name, '–')}")
+        if doc.returns:
+            parts.append(f"Returns: {doc.returns}")
+    for error, said in doc.raises:
+        parts.append(f"Raises `{error}`: {said}")
+    return _cell(" ".join(parts).replace("  ", " "))
+
+
+def _section(m: Member) -> list[str]:
+    head = [f"### `{m.qualname}`", ""]
+    obj = m.obj
+    if m.kind in ("function", "fixture"):
+        func = unwrapped(obj)
+        doc = parse(docstring(func))
+        shown = f"{m.name}{signature(func)}"
+        note = ["A pytest fixture (the kit's pytest plugin provides it).", ""]
+        return [
+            *head,
+            "```text",
+            shown,
+            "```",
+            "",
+            *(note if m.kind == "fixture" else []),
+            *_prose(doc),
+            *_callable_parts(func, doc),
+        ]
+    if m.kind == "type":
+        said = constant_doc(m.name)[0]
+        shown = f"{m.name} = {alias_text(obj)}"
+        return [*head, "```text", shown, "```", "", *_prose(parse(said))]
+    if m.kind == "constant":
+        said = constant_doc(m.name)[0]
+        return [*head, "```text", f"{m.name} = {_short(obj)}", "```", "", *_prose(parse(said))]
+    if m.kind == "table":
+        said = constant_doc(m.name)[0]
+        rows = [[f"`{k}`", _cell(_short(v).replace("...", "…"))] for k, v in obj.items()]
+        return [
+            *head,
+            *_prose(parse(said)),
+            f"{len(obj)} entries:",
+            "",
+            *_table(["Key", "Value"], rows),
+            "",
+        ]
+    # a class
+    doc = parse(docstring(obj))
+    bases = [
+        f"`{b.__module__.replace('hwbackends._', 'hwbackends.')}.{b.__qualname__}`"
+        if b.__module__ not in ("builtins", "typing")
+        else f"`{b.__qualname__}`"
+        for b in obj.__bases__
+        if b is not object
+    ]
+    out = [*head]
+    if dataclasses.is_dataclass(obj):
+        out += ["```text", f"{m.name}({record_signature(obj)})", "```", ""]
+    elif bases:
+        out += [f"Subclass of {', '.join(bases)}.", ""]
+    out += _prose(doc)
+    docs = class_attribute_docs(obj)
+    fields = record_fields(obj)
+    if fields:
+        label = "Field" if dataclasses.is_dataclass(obj) else "Attribute"
+        rows = [
+            [f"`{n}`", _cell(t), _cell(d), _cell(docs.get(n, ("", ""))[0])] for n, t, d in fields
+        ]
+        out += [f"**{label}s:**", "", *_table([label, "Type", "Default", "Meaning"], rows), ""]
+    methods = sorted(public_methods(obj), key=lambda x: x[0])
+    if methods:
+        rows = []
+        for name, func, how in methods:
+            shown = name if how == "property" else f"{name}{signature(func, drop_self=True)}"
+            label = " (property)" if how == "property" else ""
+            rows.append([f"`{shown}`{label}", _method_cell(func, how)])
+        out += ["**Methods:**", "", *_table(["Method", "Meaning"], rows), ""]
+    return out
+
+
+def _summary(m: Member) -> str:
+    if m.kind in ("function", "fixture"):
+        func = unwrapped(m.obj)
+        return parse(docstring(func)).summary
+    if m.kind == "class":
+        return parse(docstring(m.obj)).summary
+    return parse(constant_doc(m.name)[0]).summary
+
+
+def page(header: str) -> str:
+    """The whole ``docs/generated/api.md``."""
+    lines = [header, "", "# Python API reference", ""]
+    lines.append(
+        "Every name in the `__all__` of each public module. Each module starts with a table "
+        "of its names; below it, one section per name: the signature, what it does, each "
+        "parameter, each field or attribute and each method, with its meaning. A name that "
+        "several modules export is described where it is listed first. Generated from the "
+        "docstrings by `scripts/gen_docs.py`; types are shown as the code writes them."
+    )
+    lines.append("")
+    all_members = members()
+    for modname in API_MODULES:
+        mod = importlib.import_module(modname)
+        here = [m for m in all_members if m.module == modname]
+        mdoc = parse(inspect.getdoc(mod))
+        lines += [f"## `{modname}`", "", *_prose(mdoc)]
+        rows = []
+        for m in here:
+            link = f"[`{m.name}`](#{slug(m.first)})"
+            same = f"The same object as `{m.first}`."
+            said = same if m.first != m.qualname else _summary(m)
+            rows.append([link, m.kind, _cell(said)])
+        lines += [*_table(["Name", "Kind", "Description"], rows), ""]
+        for m in here:
+            if m.first == m.qualname:
+                lines += _section(m)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def main() -> int:
     gaps = missing()
     print("\n".join(gaps))
@@ -389,4 +601,3 @@ def main() -> int:
 if __name__ == "__main__":
     sys.path.insert(0, str(SRC))
     sys.exit(main())
-

@@ -12,6 +12,7 @@ Pages written:
   folder exists but which is not installed gets a stub; another installed plugin gets none.
 * ``generated/cli.md``: every subcommand of ``hwbackends`` with its arguments, read from
   ``hwbackends.cli.build_parser()``.
+* ``generated/api.md``: the Python API reference, from the docstrings (``scripts/api_doc.py``).
 
 The output is deterministic: sorted, relative paths only, no timings, no machine facts.
 """
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -172,99 +173,12 @@ def cli_page() -> str:
 
 # -- Python API reference ------------------------------------------------------------------
 
-API_MODULES = (
-    "hwbackends",
-    "hwbackends.transformers",
-    "hwbackends.accelerate",
-    "hwbackends.distributed",
-    "hwbackends.visibility",
-    "hwbackends.plugin",
-    "hwbackends.facts",
-    "hwbackends.testing",
-)
-
-
-def _signature(obj: Any) -> str:
-    import inspect
-
-    try:
-        sig = inspect.signature(obj)
-    except (TypeError, ValueError):
-        return "(...)"
-    params = [p.replace(annotation=inspect.Parameter.empty) for p in sig.parameters.values()]
-    return str(sig.replace(parameters=params, return_annotation=inspect.Signature.empty))
-
-
-def _first_line(obj: Any) -> str:
-    import inspect
-
-    doc = inspect.getdoc(obj) or ""
-    if inspect.isclass(obj) and doc.startswith(obj.__name__ + "("):
-        return ""  # the signature dataclasses write when a class has no docstring
-    return " ".join(doc.split("\n\n")[0].split())
-
 
 def api_page() -> str:
-    import importlib
-    import inspect
+    """Every public name with its parameters, fields and methods (``scripts/api_doc.py``)."""
+    import api_doc
 
-    lines = [HEADER, "", "# Python API reference", ""]
-    lines.append(
-        "Every name in the `__all__` of each public module, with its first doc line; below "
-        "each module's table, the fields of each of its records (name, type, default) and the "
-        "rows of its long tables."
-    )
-    lines.append("")
-    for modname in API_MODULES:
-        mod = importlib.import_module(modname)
-        lines += [f"## `{modname}`", "", _first_line(mod), ""]
-        rows = []
-        for name in sorted(getattr(mod, "__all__", ())):
-            obj = getattr(mod, name)
-            if inspect.isclass(obj):
-                kind, shown = "class", f"`{name}`"
-            elif callable(obj):
-                kind, shown = "function", f"`{name}{_signature(obj)}`"
-            elif isinstance(obj, Mapping) and len(repr(obj)) > 120:
-                kind, shown = "table", f"`{name}`"
-            else:
-                kind, shown = "constant", f"`{name} = {obj!r}`"
-            doc = _first_line(obj) if kind not in ("constant", "table") else ""
-            if kind == "table":
-                doc = f"{len(obj)} entries: see [{name}](#{name.lower()}) below"
-            rows.append([shown, kind, cell(doc)])
-        lines += table(["Name", "Kind", "Description"], rows)
-        lines.append("")
-        for name in sorted(getattr(mod, "__all__", ())):
-            lines += _details(modname, name, getattr(mod, name))
-    return "\n".join(lines).rstrip() + "\n"
-
-
-def _details(modname: str, name: str, obj: Any) -> list[str]:
-    """A record's fields (name, type, default) and a long table's rows, below the summary."""
-    import dataclasses
-
-    if isinstance(obj, Mapping) and len(repr(obj)) > 120:
-        rows = [[f"`{k}`", cell(" ".join(repr(v).split())[:160])] for k, v in obj.items()]
-        return [f"### {name}", "", *table(["Key", "Value"], rows), ""]
-    if not (isinstance(obj, type) and dataclasses.is_dataclass(obj)):
-        return []
-    hints = getattr(obj, "__annotations__", {})
-    rows = []
-    for f in dataclasses.fields(obj):
-        if f.name.startswith("_"):
-            continue
-        if f.default is not dataclasses.MISSING:
-            default = repr(f.default)
-        elif f.default_factory is not dataclasses.MISSING:
-            default = repr(f.default_factory())
-        else:
-            default = "required"
-        # the type as plain text: a "|" inside a code span would still split the table row
-        rows.append([f"`{f.name}`", cell(hints.get(f.name, f.type)), cell(default)])
-    if not rows:
-        return []
-    return [f"### `{modname}.{name}` fields", "", *table(["Field", "Type", "Default"], rows), ""]
+    return api_doc.page(HEADER)
 
 
 # -- main ----------------------------------------------------------------------------------

@@ -92,3 +92,67 @@ def test_a_local_rank_past_the_visible_devices_is_never_an_index_error(rank: str
     except HwBackendsError:
         return  # a stated refusal: what the user needs
     assert t.device is not None and t.device in t.devices
+
+
+def test_a_device_asked_for_is_where_the_model_goes() -> None:
+    """``device=3`` on an 8-GPU host loads onto cuda:3 alone; with no device and no launcher
+    the model is spread (``"auto"``). Before, ``device=`` changed the capabilities consulted
+    but ``device_map`` stayed ``"auto"``."""
+    from hwbackends.transformers import plan_pretrained
+
+    plan = plan_pretrained(device=3, host=H100_8, env={}, kernels=False)
+    assert plan.kwargs["device_map"] == "cuda:3"
+    assert plan.reasons["device_map"] == (
+        "the device asked for (device=3): the model loads onto it alone"
+    )
+    assert plan_pretrained(host=H100_8, env={}, kernels=False).kwargs["device_map"] == "auto"
+    # a launcher's rank still decides when no device is named
+    ranked = plan_pretrained(host=H100_8, env={"LOCAL_RANK": "5"}, kernels=False)
+    assert ranked.kwargs["device_map"] == "cuda:5"
+
+
+def test_attention_that_is_not_a_name_is_refused_with_the_fix() -> None:
+    from hwbackends import UnsupportedSettingError
+    from hwbackends.transformers import plan_pretrained
+
+    with pytest.raises(UnsupportedSettingError) as info:
+        plan_pretrained(attention=None, host=H100_8, env={})  # type: ignore[arg-type]
+    assert str(info.value) == (
+        "attention=None is not an attn_implementation name. Expected 'auto' or a name such "
+        "as 'sdpa' or 'flash_attention_2'. Fix: pass attention='auto' (the default) or a name."
+    )
+
+
+def test_an_explicit_dtype_must_run_on_every_device_a_spread_model_spans() -> None:
+    """A100 first, V100 second, no device named: ``device_map="auto"`` puts weights on the
+    V100 too, which has no bfloat16. Before, only the first device was asked."""
+    from hwbackends import UnsupportedSettingError
+    from hwbackends.transformers import plan_pretrained
+
+    def gpu(name: str, arch: str, bus: str) -> dict[str, str]:
+        return {"vendor": "nvidia", "name": name, "arch": arch, "pci_bus_id": bus}
+
+    mixed = Host.from_dict(
+        {
+            "torch": {"version": "2.13.0+cu128", "cuda": "12.8"},
+            "devices": [
+                gpu("NVIDIA A100-SXM4-80GB", "sm_80", "0000:01:00.0"),
+                gpu("Tesla V100-SXM2-16GB", "sm_70", "0000:02:00.0"),
+            ],
+            "device_nodes": ["nvidia0", "nvidia1", "nvidiactl"],
+        },
+        source="A100 + V100",
+    )
+    with pytest.raises(UnsupportedSettingError) as info:
+        plan_pretrained(host=mixed, env={}, kernels=False, dtype="bfloat16")
+    assert str(info.value) == (
+        "dtype bfloat16 does not run on sm_70 (cuda), one of the visible devices the model "
+        "spans. Expected one of float32, float16. Fix: use dtype='auto', or name one device "
+        "with device=N."
+    )
+    alone = plan_pretrained(host=mixed, env={}, kernels=False, dtype="bfloat16", device=0)
+    assert (
+        alone.kwargs["device_map"] == "cuda:0" and alone.reasons["dtype"] == "bfloat16: requested"
+    )
+    auto = plan_pretrained(host=mixed, env={}, kernels=False)
+    assert auto.kwargs["device_map"] == "auto" and str(auto.kwargs["dtype"]) == "torch.float16"

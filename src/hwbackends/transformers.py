@@ -354,74 +354,22 @@ def plan_pretrained(
 
     ``kwargs`` is what ``pretrained_kwargs`` returns; ``reasons`` says why each was chosen.
 
-    :param backend: the backend to plan for. None: the one selected here (as
-        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
-        must be installed and available here. A ``Backend`` object: used as it is.
-    :param device: the device to plan for. None: this process's device: under a launcher
-        (``LOCAL_RANK``, or the local rank srun, mpirun or jsrun set) its local rank's device,
-        which ``device_map`` then names; else the first visible device. An ``int``: that logical
-        index among the backend's visible devices (``hwbackends devices`` lists them). A
-        ``Device`` (from ``hwbackends.explain().devices``): that device. With several visible
-        devices and no launcher's rank (``device`` given, or no launcher), ``device_map`` is
-        ``"auto"`` whatever ``device`` is, for Accelerate to spread the model over all of them
-        (unless the backend's ``capabilities().device_map_auto`` is False: then it names
-        ``device``), and ``device``'s capabilities lead the other choices; an integrated GPU next
-        to discrete ones is left out. A local rank past the visible devices raises
-        ``RankError``; an index out of range, or another type (``"cuda:0"``, ``True``), raises
-        ``HwBackendsError``.
-    :param attention: the ``attn_implementation``. ``"auto"``: the first option of the device's
-        capability table (``capabilities().attention``, best first) that loads here: its
-        packages installed and, for a hub kernel, the kernels integration working; with
-        ``device_map="auto"``, the first that loads on every visible device. An explicit name is
-        checked as Transformers checks it, on each device the model spans: an option of that
-        table is taken when it loads; another name Transformers registers, not a flash variant
-        (``flex_attention``, refused on TPU; names added with ``AttentionInterface.register``),
-        is passed on; a hub kernel id ``org/repo[@revision][:function]`` needs a repository id
-        the Hub accepts, a build for the device's kernels key and the kernels integration
-        working; ``paged|eager`` needs ``paged=True``, and another ``paged|<name>`` is planned
-        as ``<name>``. A name the backend refuses, one that cannot load, or any other string
-        raises ``UnsupportedSettingError``.
-    :param kernels: whether to set ``use_kernels=True`` (Transformers swaps the layers of
-        ``capabilities().kernel_layers`` for hub kernels). ``"auto"``: set when hub kernels can
-        work here (see ``kernels_status``: a kernels device key, a ``kernels`` release the host's
-        Transformers accepts, the Hub not offline), else left out with the reason. ``True``: the
-        same, but raises ``UnsupportedSettingError`` when they cannot work. ``False``: never set.
-        Any other value (``None``, ``1``, ``"yes"``) raises ``UnsupportedSettingError``. It does
-        not change ``attention``: hub-kernel attention depends on the integration alone.
-    :param quantization: the quantization to check before anything is downloaded. None: none.
-        A method name (``"awq"``, ``"bitsandbytes"``; any case, ``-`` or ``_``) is only checked
-        (a pre-quantized checkpoint names its method itself): no ``quantization_config`` is set.
-        A Transformers quantization config (``BitsAndBytesConfig(...)``, any object with a
-        ``quant_method``) or a dict with a string ``"quant_method"`` is checked, then passed on
-        unchanged as ``quantization_config``. ``QuantizationError`` when the backend says the
-        method fails on this device, a package it needs is missing, or the value names no
-        method; a method only partly supported, or one the backend has no data on, is a warning
-        (a ``UserWarning`` and ``warnings``).
-    :param dtype: the weights' dtype. ``"auto"``: the device's load dtype from its capability
-        table (``bfloat16``, ``float16`` or ``float32``), not the checkpoint's (Transformers'
-        own ``"auto"``); with ``device_map="auto"`` over different architectures, the first of
-        those that every visible device runs (``bfloat16`` only when all load in it). Else a
-        ``torch.dtype`` or its name: ``bfloat16``/``bf16``, ``float16``/``fp16``/``half``,
-        ``float32``/``fp32``/``float`` (``torch.`` prefix allowed), which the device must run
-        (``capabilities().dtypes``). Any other value, ``None`` included, raises
-        ``UnsupportedSettingError``. The ``dtype`` given to ``from_pretrained`` is the
-        ``torch.dtype``, or its name when torch cannot be imported.
-    :param env: the environment to read, name to value (a name left out is unset): the
-        ``HWBACKENDS_*`` settings, the visibility variables, the launcher's local rank,
-        ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``. None: ``os.environ``, or a simulated
-        ``host``'s own ``env``.
-    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
-        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
-    :param paged: True when the model will generate with a paged cache (continuous batching,
-        ``generate_batch``): only then is ``paged|eager`` accepted.
+    Every parameter means what it means for ``pretrained_kwargs``, which describes each one
+    in full; so do the errors.
+
+    :param backend: the backend to plan for (``pretrained_kwargs``'s ``backend``).
+    :param device: the device to load onto (``pretrained_kwargs``'s ``device``).
+    :param attention: ``"auto"`` or the ``attn_implementation`` asked for.
+    :param kernels: ``"auto"``, True or False: whether to set ``use_kernels=True``.
+    :param quantization: a method name or a quantization config to check, or None.
+    :param dtype: ``"auto"``, or the weights' dtype (a ``torch.dtype`` or its name).
+    :param env: the environment to read; None: ``os.environ`` (or a simulated host's ``env``).
+    :param host: the machine to plan for; None: ``HWBACKENDS_HOST``'s file, else this one.
+    :param paged: True when the model will generate with a paged cache.
     :raises UnsupportedSettingError: when ``attention``, ``dtype`` or ``kernels`` cannot work
         here, or is not a value it takes.
     :raises QuantizationError: when ``quantization`` would fail here.
-    :raises RankError: when this process's local rank is not a number, is negative, or has no
-        visible device.
-    :raises BackendNotFoundError: when ``backend`` names no installed backend.
-    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
-    :raises HwBackendsError: when ``device`` is out of range or not a device.
+    :raises RankError: when this process's local rank has no visible device.
     """
     t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
     return plan_for_target(
@@ -451,6 +399,12 @@ def plan_for_target(
     reasons: dict[str, str] = {}
     notes: list[str] = []
     kwargs: dict[str, Any] = {}
+    if not isinstance(attention, str):
+        raise UnsupportedSettingError(
+            f"attention={attention!r} is not an attn_implementation name",
+            "'auto' or a name such as 'sdpa' or 'flash_attention_2'",
+            "pass attention='auto' (the default) or a name",
+        )
 
     kwargs["device_map"], reasons["device_map"] = _device_map(t)
     # With device_map="auto" the model spans every visible device: each setting must work on
@@ -484,12 +438,17 @@ def plan_for_target(
                 f"dtype={dtype!r} is not a floating dtype hwbackends knows",
                 "'auto', 'bfloat16', 'float16', 'float32' or the torch dtype",
             )
-        if name not in caps.dtypes:
-            raise UnsupportedSettingError(
-                f"dtype {name} does not run on {caps.arch or caps.device_type} ({t.name})",
-                f"one of {', '.join(caps.dtypes)}",
-                "use dtype='auto'",
-            )
+        # with device_map="auto" the weights land on every visible device: each must run it
+        for c in spread:
+            if name not in c.dtypes:
+                common = [d for d in c.dtypes if all(d in o.dtypes for o in spread)]
+                raise UnsupportedSettingError(
+                    f"dtype {name} does not run on {c.arch or c.device_type} ({t.name})"
+                    + (", one of the visible devices the model spans" if len(spread) > 1 else ""),
+                    f"one of {', '.join(common or c.dtypes)}",
+                    "use dtype='auto'"
+                    + (", or name one device with device=N" if len(spread) > 1 else ""),
+                )
         reasons["dtype"] = f"{name}: requested"
     kwargs["dtype"] = _torch_dtype(name) if torch_objects else name
 
@@ -571,18 +530,18 @@ def pretrained_kwargs(
     :param backend: the backend to plan for. None: the one selected here (as
         ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
         must be installed and available here. A ``Backend`` object: used as it is.
-    :param device: the device to plan for. None: this process's device: under a launcher
+    :param device: the device to load onto. None: this process's device: under a launcher
         (``LOCAL_RANK``, or the local rank srun, mpirun or jsrun set) its local rank's device,
-        which ``device_map`` then names; else the first visible device. An ``int``: that logical
-        index among the backend's visible devices (``hwbackends devices`` lists them). A
-        ``Device`` (from ``hwbackends.explain().devices``): that device. With several visible
-        devices and no launcher's rank (``device`` given, or no launcher), ``device_map`` is
-        ``"auto"`` whatever ``device`` is, for Accelerate to spread the model over all of them
-        (unless the backend's ``capabilities().device_map_auto`` is False: then it names
-        ``device``), and ``device``'s capabilities lead the other choices; an integrated GPU next
-        to discrete ones is left out. A local rank past the visible devices raises
-        ``RankError``; an index out of range, or another type (``"cuda:0"``, ``True``), raises
-        ``HwBackendsError``.
+        which ``device_map`` then names; with no launcher and several visible devices,
+        ``device_map`` is ``"auto"`` for Accelerate to spread the model over all of them
+        (unless the backend's ``capabilities().device_map_auto`` is False, or an integrated GPU
+        sits next to discrete ones: then one device is named), with the first visible device's
+        capabilities leading the other choices. An ``int``: that logical index among the
+        backend's visible devices (``hwbackends devices`` lists them), which ``device_map``
+        names: the model loads onto it alone. A ``Device`` (from
+        ``hwbackends.explain().devices``): the same, for that device. A local rank past the
+        visible devices raises ``RankError``; an index out of range, or another type
+        (``"cuda:0"``, ``True``), raises ``HwBackendsError``.
     :param attention: the ``attn_implementation``. ``"auto"``: the first option of the device's
         capability table (``capabilities().attention``, best first) that loads here: its
         packages installed and, for a hub kernel, the kernels integration working; with
@@ -593,8 +552,8 @@ def pretrained_kwargs(
         is passed on; a hub kernel id ``org/repo[@revision][:function]`` needs a repository id
         the Hub accepts, a build for the device's kernels key and the kernels integration
         working; ``paged|eager`` needs ``paged=True``, and another ``paged|<name>`` is planned
-        as ``<name>``. A name the backend refuses, one that cannot load, or any other string
-        raises ``UnsupportedSettingError``.
+        as ``<name>``. A name the backend refuses, one that cannot load, any other string, or
+        a value that is not a string (``None``) raises ``UnsupportedSettingError``.
     :param kernels: whether to set ``use_kernels=True`` (Transformers swaps the layers of
         ``capabilities().kernel_layers`` for hub kernels). ``"auto"``: set when hub kernels can
         work here (see ``kernels_status``: a kernels device key, a ``kernels`` release the host's
@@ -617,9 +576,10 @@ def pretrained_kwargs(
         those that every visible device runs (``bfloat16`` only when all load in it). Else a
         ``torch.dtype`` or its name: ``bfloat16``/``bf16``, ``float16``/``fp16``/``half``,
         ``float32``/``fp32``/``float`` (``torch.`` prefix allowed), which the device must run
-        (``capabilities().dtypes``). Any other value, ``None`` included, raises
-        ``UnsupportedSettingError``. The ``dtype`` given to ``from_pretrained`` is the
-        ``torch.dtype``, or its name when torch cannot be imported.
+        (``capabilities().dtypes``), and with ``device_map="auto"`` every visible device. Any
+        other value, ``None`` included, raises ``UnsupportedSettingError``. The ``dtype``
+        given to ``from_pretrained`` is the ``torch.dtype``, or its name when torch cannot be
+        imported.
     :param env: the environment to read, name to value (a name left out is unset): the
         ``HWBACKENDS_*`` settings, the visibility variables, the launcher's local rank,
         ``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``. None: ``os.environ``, or a simulated

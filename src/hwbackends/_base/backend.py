@@ -22,9 +22,14 @@ class Backend(Protocol):
     """
 
     name: ClassVar[str]
+    """The backend's name: its entry-point name in ``hwbackends.backends`` (``"cuda"``)."""
     device_type: ClassVar[str]
+    """Torch's device string for its devices (``"cuda"``, ``"xpu"``, ``"xla"``)."""
     api_version: ClassVar[int]
+    """The plugin API the class was written for; the core refuses another
+    (``hwbackends.API_VERSION``)."""
     priority: ClassVar[int]
+    """The order among backends that are all available: the highest is chosen."""
 
     def probe(self, host: Host) -> Probe:
         """Is the hardware here, and is the software ready? Reads ``host`` only, never raises.

@@ -98,13 +98,14 @@ def version_in_range(version: str | None, low: str, high: str | None = None) -> 
 # -- torch wheels --------------------------------------------------------------------------
 
 _WHEEL_SOURCE = "https://pytorch.org/get-started/locally/ (install selector: pip + index URL)"
-#: torch build flavour -> the download.pytorch.org index that serves it.
 TORCH_INDEXES: Mapping[str, str] = {
     "cuda": "https://download.pytorch.org/whl/cu128",
     "rocm": "https://download.pytorch.org/whl/rocm6.4",
     "xpu": "https://download.pytorch.org/whl/xpu",
     "cpu": "https://download.pytorch.org/whl/cpu",
 }
+"""Torch build flavour -> the PyTorch wheel index that serves it (``pip install torch
+--index-url URL``), as PyTorch's install selector gives it."""
 
 
 def torch_install_hint(flavour: str) -> str:

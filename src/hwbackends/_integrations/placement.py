@@ -33,6 +33,10 @@ def _device_map(t: Target) -> tuple[str, str]:
     dev = t.device
     if t.name == "cpu" or dev is None:
         return "cpu", "no accelerator: weights stay on the CPU"
+    if t.chosen:
+        return dev.torch_device, (
+            f"the device asked for (device={dev.index}): the model loads onto it alone"
+        )
     igpus = _integrated(t)
     discrete = [d for d in t.devices if d.pci_bus_id not in igpus]
     if igpus and discrete and t.rank is None:

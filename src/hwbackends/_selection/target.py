@@ -50,6 +50,7 @@ class Target:
     caps: Capabilities
     backend_name: str = ""  # read once: a plugin's name property is not asked again
     rank: LocalRank | None = None  # the launcher's local rank the device was chosen by
+    chosen: bool = False  # the caller named the device (device=): the model goes there alone
 
     @property
     def name(self) -> str:
@@ -136,6 +137,7 @@ def resolve_target(
         caps=caps,
         backend_name=name,
         rank=rank,
+        chosen=device is not None,
     )
 
 

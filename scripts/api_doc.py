@@ -421,8 +421,10 @@ _ROLE = re.compile(r":(?:func|meth|data|mod|class|attr|exc|obj):`~?([^`]+)`")
 
 
 def _roles(text: str) -> str:
-    """Sphinx cross-reference roles (``:func:`name```) as Markdown code."""
-    return _ROLE.sub(r"`\1`", text)
+    """Sphinx cross-reference roles (``:func:`name```) as Markdown code, and a paragraph's
+    closing ``::`` (reST for "a code block follows", which Markdown's indented block is) as
+    one colon."""
+    return re.sub(r"::$", ":", _ROLE.sub(r"`\1`", text), flags=re.M)
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:

@@ -52,6 +52,9 @@ class Site:
         old = eps.read_text(encoding="utf-8") if eps.exists() else ""
         eps.write_text(old + f"[{group}]\n{name} = {module}:{attr}\n", encoding="utf-8")
         self.modules.append(module)
+        # A listing of this folder cached by an earlier import may carry the folder's current
+        # mtime (its clock ticks coarsely) and so hide the module just written.
+        importlib.invalidate_caches()
         return module
 
 

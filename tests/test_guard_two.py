@@ -385,6 +385,40 @@ def test_an_abandoned_call_cannot_write_the_environment_later(isolated: Site) ->
     assert any("acme.probe()" in m and "CUDA_VISIBLE_DEVICES" in m for m in late), late
 
 
+def test_an_abandoned_call_returning_later_keeps_the_applications_sys_path(
+    isolated: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a call abandoned for hanging compared sys.path with its start when it finally
+    returned, and removed what the application had added meanwhile (a flaky test in the suite:
+    the next test's site folder vanished from sys.path when an earlier test's hung probe
+    was released)."""
+    isolated.add_plugin(
+        "acme",
+        "import threading\nRELEASE = threading.Event()\nDONE = threading.Event()\n"
+        + good_plugin("acme", 90)
+        + "    def probe(self, host):\n"
+        + "        RELEASE.wait(30)\n"
+        + "        DONE.set()\n"
+        + "        return super().probe(host)\n",
+        module="hwb_hangs_then_returns",
+    )
+    from coretest import refresh
+
+    refresh(isolated)
+    guard.late_writes()  # forget what earlier tests left
+    r = hwbackends.explain(env={"HWBACKENDS_TIMEOUT": "0.2"}, host=HOST)
+    assert r.chosen == "cpu" and r.status("acme").state == "broken"
+    mine = str(tmp_path / "added-by-the-application")
+    monkeypatch.syspath_prepend(mine)  # the application goes on while the probe hangs
+    mod = sys.modules["hwb_hangs_then_returns"]
+    mod.RELEASE.set()
+    assert mod.DONE.wait(30)
+    deadline = time.monotonic() + 30
+    while not guard.late_writes() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the worker compares once the probe has returned, then reports
+    assert mine in sys.path
+
+
 # -- 5. environment writes that bypass os.environ ---------------------------------------------
 
 BYPASS = {

@@ -29,7 +29,9 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
 - **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
   entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and
   ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
-  changed them since, and reported as the plugin's fault.
+  changed them since, and reported as the plugin's fault. A call abandoned for hanging is
+  compared when it returns, and its edits are reported (``late_writes()``) but not put back:
+  the application has gone on meanwhile and may have made the same kind of edit itself.
 
 Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
 original function. This module imports only builtins, so the selection path stays cheap.
@@ -517,7 +519,8 @@ def forget_hung() -> None:
 
 
 def late_writes() -> list[str]:
-    """Environment writes refused to abandoned calls since the last ask (then forgotten)."""
+    """Environment writes refused to abandoned calls, and the edits such a call was found to
+    have made when it returned, since the last ask (then forgotten)."""
     out = list(_eg._late)
     del _eg._late[: len(out)]
     return out

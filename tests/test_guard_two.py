@@ -572,6 +572,40 @@ def test_fork_during_a_plugin_import_leaves_the_child_a_whole_import(tmp_path: P
     assert got == {"status": 0, "parent": "acme"}, got
 
 
+FORK_DURING_AN_IMPORT = r"""
+import os, signal, sys, threading, time
+import hwbackends
+hwbackends.current()  # a selection has run: its fork handlers are in place
+t = threading.Thread(target=__import__, args=("hwb_slowmod",))
+t.start()
+while not os.path.exists(sys.argv[1]):  # the thread is now inside the import
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)  # a child stuck on the import lock dies of SIGALRM
+    import hwb_slowmod
+    os._exit(0 if hwb_slowmod.READY else 1)
+_, status = os.waitpid(pid, 0)
+t.join()
+print(status)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_fork_during_another_threads_import_waits_for_it(tmp_path: Path) -> None:
+    """Bug: right after a plugin's import the selection goes on with its own lazy imports,
+    and a fork then left the child a module whose import lock a vanished thread held (the
+    fork test above hung in about 1 run in 20). A fork waits for any import under way."""
+    started = tmp_path / "importing"
+    (tmp_path / "hwb_slowmod.py").write_text(
+        f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(0.5)\nREADY = True\n"
+    )
+    env = clean_env(PYTHONPATH=str(tmp_path), HWBACKENDS_NO_CACHE="1")
+    out = run_python("-c", FORK_DURING_AN_IMPORT, str(started), env=env, timeout=90)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0", out.stdout
+
+
 # -- 11. process-wide edits are reported and put back -----------------------------------------
 
 EDITS = {

@@ -550,15 +550,40 @@ def refuse_nested() -> None:
 # -- fork ----------------------------------------------------------------------------------
 
 
+_FORK_IMPORT_WAIT_S = 2.0  # how long a fork waits for another thread's import to finish
+
+
+def _importing_elsewhere(ident: int) -> bool:
+    """Whether a thread other than ``ident`` holds a module's import lock: it is running that
+    module's import (read from the import system's table of module locks, where present). A
+    worker abandoned for hanging does not count: its import may never end."""
+    import sys
+
+    locks = getattr(sys.modules.get("_frozen_importlib"), "_module_locks", None)
+    try:
+        refs = list(locks.values()) if isinstance(locks, dict) else []
+        for ref in refs:
+            owner = getattr(ref() if callable(ref) else ref, "owner", None)
+            if owner is not None and owner != ident and owner not in _eg._abandoned:
+                return True
+    except Exception:  # pragma: no cover - another Python's internals: no wait
+        return False
+    return False
+
+
 def _before_fork() -> None:
     # Wait (bounded by each call's own limit) until no other thread runs plugin code: a fork
     # in the middle of a plugin's import would leave the child with that module's import lock
-    # held by a thread that does not exist there, or a half-initialised module.
+    # held by a thread that does not exist there, or a half-initialised module. The same holds
+    # for any import under way in another thread, such as the selection's own lazy imports
+    # right after a plugin call (the child then hangs importing that module): wait for those
+    # too, at most _FORK_IMPORT_WAIT_S.
     ident = _thread.get_ident()
     if ident in _plugin_threads or ident in _recorders:
         return  # plugin code forking: it cannot wait for itself
     import time
 
+    give_up: float | None = None
     while True:
         now = time.monotonic()
         waiting = [
@@ -566,7 +591,12 @@ def _before_fork() -> None:
             and t not in _eg._abandoned
         ]  # fmt: skip
         if not waiting:
-            return
+            if not _importing_elsewhere(ident):
+                return
+            if give_up is None:
+                give_up = now + _FORK_IMPORT_WAIT_S
+            elif now >= give_up:
+                return
         time.sleep(0.002)
 
 

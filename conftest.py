@@ -2,6 +2,7 @@
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Iterator
 
@@ -34,18 +35,28 @@ os.environ["XDG_CACHE_HOME"] = _SESSION_CACHE
 # A missing dependency is a failure, never a silent skip: the editable run (scripts/test.sh)
 # installs everything. A run that deliberately lacks some (.ci/wheels.sh on a Python for which
 # the index has no CPU torch) names them in HWBACKENDS_TESTS_WITHOUT; importing one of those
-# then skips the importing test (or module), with that reason, and nothing else.
+# then skips the importing test (or module), with that reason, and nothing else. The variable
+# is read and removed: the library warns about a HWBACKENDS_* variable it does not know, and
+# no test (nor a process one starts) may see that warning.
 _WITHOUT = frozenset(
-    m.strip() for m in os.environ.get("HWBACKENDS_TESTS_WITHOUT", "").split(",") if m.strip()
+    m.strip() for m in os.environ.pop("HWBACKENDS_TESTS_WITHOUT", "").split(",") if m.strip()
 )
 
 
 class _DeclaredAbsent:
-    """A meta-path finder that turns an import of a declared-absent module into a skip."""
+    """A meta-path finder that turns an import of a declared-absent module into a skip.
+
+    Only an import: ``importlib.util.find_spec`` asking whether the module is installed (as
+    Transformers does for torch, and the tests that expect what a user without torch sees)
+    gets the true answer, not installed."""
 
     @staticmethod
     def find_spec(name: str, path: object = None, target: object = None) -> None:
         if name.partition(".")[0] in _WITHOUT:
+            # the import system's frames: _find_spec, called by _find_and_load_unlocked for an
+            # import statement, __import__ or importlib.import_module; by find_spec for a query
+            if sys._getframe(2).f_code.co_name != "_find_and_load_unlocked":
+                return None
             raise pytest.skip.Exception(
                 f"{name} is declared absent in this run (HWBACKENDS_TESTS_WITHOUT)",
                 allow_module_level=True,
@@ -53,8 +64,6 @@ class _DeclaredAbsent:
 
 
 if _WITHOUT:
-    import sys
-
     sys.meta_path.insert(0, _DeclaredAbsent())
 
 settings.register_profile("hwbackends", deadline=None, suppress_health_check=[HealthCheck.too_slow])

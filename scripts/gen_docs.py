@@ -196,6 +196,7 @@ def env_report_page() -> str:
     import io
     import os
 
+    from hwbackends._discovery import catalog
     from hwbackends._discovery.loading import default_plugins
     from hwbackends._selection import registry
     from hwbackends.cli import main
@@ -207,11 +208,20 @@ def env_report_page() -> str:
     saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("HWBACKENDS_")}
     saved_columns = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = str(REPORT_COLUMNS)
+    # The Install line names the checkout's folders when the core was installed from one
+    # (./[transformers] when run from it), the published names when it came from a wheel: the
+    # page shows the report of this checkout run from its root, however the core is installed.
+    saved_checkout = catalog.core_checkout
+    catalog.core_checkout = lambda path=None: str(ROOT)
+    saved_cwd = os.getcwd()
+    os.chdir(ROOT)
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out):
             code = main(["env", "--host", REPORT_HOST])
     finally:
+        os.chdir(saved_cwd)
+        catalog.core_checkout = saved_checkout
         registry._registry = saved_registry
         os.environ.update(saved)
         if saved_columns is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -52,6 +53,9 @@ class Site:
         old = eps.read_text(encoding="utf-8") if eps.exists() else ""
         eps.write_text(old + f"[{group}]\n{name} = {module}:{attr}\n", encoding="utf-8")
         self.modules.append(module)
+        # A listing of this folder cached by an earlier import may carry the folder's current
+        # mtime (its clock ticks coarsely) and so hide the module just written.
+        importlib.invalidate_caches()
         return module
 
 
@@ -102,6 +106,22 @@ def dtype_text(name: str) -> str:
     """``str()`` of the ``dtype`` that pretrained_kwargs() returns: a torch dtype where torch
     is installed, else its name (.ci/wheels.sh runs the tests without torch)."""
     return f"torch.{name}" if importlib.util.find_spec("torch") is not None else name
+
+
+def as_installed(text: str) -> str:
+    """Report text from the docs as this installation prints it. The docs show reports of the
+    core installed from this checkout and run from its root, whose install command names the
+    checkout's folders (``'./[transformers]' ./plugins/hwbackends-cuda``); a core installed from
+    its wheel (.ci/wheels.sh) names the published distributions instead."""
+    from hwbackends._discovery.catalog import core_checkout
+
+    if core_checkout() is not None:
+        return text
+    return re.sub(
+        r"'\./\[transformers\]' \./plugins/(hwbackends-[a-z]+)",
+        r"'hwbackends[transformers]' \1",
+        text,
+    )
 
 
 def clean_env(**extra: str) -> dict[str, str]:

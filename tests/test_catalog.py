@@ -9,10 +9,15 @@ from __future__ import annotations
 
 import ast
 import os
+import sys
 from pathlib import Path
 
 import pytest
-import tomllib
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from the `test` dependency group
+    import tomli as tomllib
 
 from hwbackends._discovery.catalog import KNOWN_PLUGINS, KnownPlugin
 from hwbackends._machine.pciids import MAX_NAME, PCI_IDS_PATHS, lookup

@@ -49,13 +49,18 @@ CU128_INDEX = "https://download.pytorch.org/whl/cu128"
 
 
 def cpu_torch_fix() -> str:
-    """The fix for the cpu backend when torch's files are installed but do not import: this
-    interpreter's pip, the CPU wheel index, reinstalled over the installed version (read from
-    the installed metadata)."""
-    from importlib.metadata import version
+    """The fix for the cpu backend when torch does not import: this interpreter's pip and the
+    CPU wheel index. Where torch's files are installed (scripts/test.sh's run), reinstalled
+    over the installed version (read from the installed metadata); where torch is not
+    installed at all (.ci/wheels.sh's run), installed."""
+    from importlib.metadata import PackageNotFoundError, version
 
+    try:
+        installed = version("torch")
+    except PackageNotFoundError:
+        return f"install torch: {sys.executable} -m pip install torch --index-url {CPU_INDEX}"
     return (
-        f"reinstall torch, whose installed {version('torch')} does not import: "
+        f"reinstall torch, whose installed {installed} does not import: "
         f"{sys.executable} -m pip install torch --index-url {CPU_INDEX} --force-reinstall"
     )
 

@@ -385,6 +385,40 @@ def test_an_abandoned_call_cannot_write_the_environment_later(isolated: Site) ->
     assert any("acme.probe()" in m and "CUDA_VISIBLE_DEVICES" in m for m in late), late
 
 
+def test_an_abandoned_call_returning_later_keeps_the_applications_sys_path(
+    isolated: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Bug: a call abandoned for hanging compared sys.path with its start when it finally
+    returned, and removed what the application had added meanwhile (a flaky test in the suite:
+    the next test's site folder vanished from sys.path when an earlier test's hung probe
+    was released)."""
+    isolated.add_plugin(
+        "acme",
+        "import threading\nRELEASE = threading.Event()\nDONE = threading.Event()\n"
+        + good_plugin("acme", 90)
+        + "    def probe(self, host):\n"
+        + "        RELEASE.wait(30)\n"
+        + "        DONE.set()\n"
+        + "        return super().probe(host)\n",
+        module="hwb_hangs_then_returns",
+    )
+    from coretest import refresh
+
+    refresh(isolated)
+    guard.late_writes()  # forget what earlier tests left
+    r = hwbackends.explain(env={"HWBACKENDS_TIMEOUT": "0.2"}, host=HOST)
+    assert r.chosen == "cpu" and r.status("acme").state == "broken"
+    mine = str(tmp_path / "added-by-the-application")
+    monkeypatch.syspath_prepend(mine)  # the application goes on while the probe hangs
+    mod = sys.modules["hwb_hangs_then_returns"]
+    mod.RELEASE.set()
+    assert mod.DONE.wait(30)
+    deadline = time.monotonic() + 30
+    while not guard.late_writes() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the worker compares once the probe has returned, then reports
+    assert mine in sys.path
+
+
 # -- 5. environment writes that bypass os.environ ---------------------------------------------
 
 BYPASS = {
@@ -536,6 +570,40 @@ def test_fork_during_a_plugin_import_leaves_the_child_a_whole_import(tmp_path: P
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"status": 0, "parent": "acme"}, got
+
+
+FORK_DURING_AN_IMPORT = r"""
+import os, signal, sys, threading, time
+import hwbackends
+hwbackends.current()  # a selection has run: its fork handlers are in place
+t = threading.Thread(target=__import__, args=("hwb_slowmod",))
+t.start()
+while not os.path.exists(sys.argv[1]):  # the thread is now inside the import
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)  # a child stuck on the import lock dies of SIGALRM
+    import hwb_slowmod
+    os._exit(0 if hwb_slowmod.READY else 1)
+_, status = os.waitpid(pid, 0)
+t.join()
+print(status)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
+def test_fork_during_another_threads_import_waits_for_it(tmp_path: Path) -> None:
+    """Bug: right after a plugin's import the selection goes on with its own lazy imports,
+    and a fork then left the child a module whose import lock a vanished thread held (the
+    fork test above hung in about 1 run in 20). A fork waits for any import under way."""
+    started = tmp_path / "importing"
+    (tmp_path / "hwb_slowmod.py").write_text(
+        f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(0.5)\nREADY = True\n"
+    )
+    env = clean_env(PYTHONPATH=str(tmp_path), HWBACKENDS_NO_CACHE="1")
+    out = run_python("-c", FORK_DURING_AN_IMPORT, str(started), env=env, timeout=90)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "0", out.stdout
 
 
 # -- 11. process-wide edits are reported and put back -----------------------------------------

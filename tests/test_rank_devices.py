@@ -188,7 +188,6 @@ def test_a_one_process_slurm_job_is_not_a_rank(host: Host) -> None:
 def test_init_process_group_refuses_before_joining(
     host: Host, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pytest.importorskip("torch")
     import torch.distributed as dist
 
     joined: list[object] = []

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from coretest import as_installed
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -192,7 +193,7 @@ def run_console(block: Block, tmp: Path) -> None:
         got = _norm(output)
         for line in shown:
             if line.strip() and line.strip() != "...":
-                assert _norm(line) in got, (
+                assert _norm(as_installed(line)) in got, (
                     f"{block.id}: `{command}` did not print the line shown in the docs:\n"
                     f"  {line.strip()}\n--- actual output ---\n{output}"
                 )

@@ -57,6 +57,10 @@ def base_env(tmp: Path) -> dict[str, str]:
 
 
 def worker(tmp: Path) -> Path:
+    """The rank script, which imports torch in each rank's process: so does the test here (a
+    run that declares torch absent skips it; in scripts/test.sh's run a missing one fails)."""
+    import torch  # noqa: F401
+
     path = tmp / "worker.py"
     path.write_text(WORKER)
     return path
@@ -91,6 +95,9 @@ def printed_plan(tmp: Path, out: Path, port: int) -> dict[str, str]:
 
 @pytest.mark.parametrize("launcher", ["torchrun", "accelerate"])
 def test_printed_launch_commands_start_two_ranks(tmp_path: Path, launcher: str) -> None:
+    if launcher == "accelerate":
+        import accelerate  # noqa: F401 - its launcher starts the ranks
+
     def attempt(port: int) -> None:
         out = tmp_path / f"out-{port}"
         out.mkdir()
@@ -134,11 +141,12 @@ def start_two(tmp: Path, per_rank: list[dict[str, str]]) -> Path:
             if not waiting:
                 return out
         raise AssertionError(f"the ranks did not finish within {TIMEOUT} s")
-    finally:  # a hung rendezvous must not outlive the test
+    finally:  # a hung rendezvous must not outlive the test, nor its pipes stay open
         for q in procs:
             if q.poll() is None:
                 q.kill()
-                q.communicate()
+        for q in waiting:
+            q.communicate()
 
 
 def slurm_job_id(port: int) -> str:

@@ -64,9 +64,7 @@ def host_of(case: str) -> Host:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_settings_for_simulated_host(case: str) -> None:
     # attention and use_kernels follow the installed Transformers' tables
-    pytest.importorskip(
-        "transformers", reason="the expected output was made with Transformers installed"
-    )
+    __import__("transformers")  # the expected output was made with Transformers installed
     backend, device_map, dtype, attn, kernels, targs, collective = CASES[case]
     h = host_of(case)
     env = dict(h.env or {})

@@ -39,6 +39,8 @@ def system() -> Host:
 
 
 def test_cpu_backend_confirms_for_real(system: Host) -> None:
+    import torch  # noqa: F401 - the confirm step imports it in a child process
+
     c = CpuBackend().confirm(system, {}, timeout=120)
     assert c.ok, c.message
     assert (c.predicted_count, c.observed_count) == (1, 1)
@@ -48,6 +50,8 @@ def test_cpu_backend_confirms_for_real(system: Host) -> None:
 
 
 def test_cuda_on_a_machine_without_gpus_confirms_zero(system: Host) -> None:
+    import torch  # noqa: F401 - the confirm step imports it in a child process
+
     if system.devices_of("nvidia"):
         pytest.skip("this machine has NVIDIA GPUs")
     c = CudaBackend().confirm(system, {}, timeout=120)
@@ -56,6 +60,8 @@ def test_cuda_on_a_machine_without_gpus_confirms_zero(system: Host) -> None:
 
 
 def test_missing_device_module_is_a_clear_failure(system: Host) -> None:
+    import torch  # noqa: F401 - the confirm step imports it in a child process
+
     c = NoSuchDevice().confirm(system, {}, timeout=120)
     assert not c.ok
     assert c.observed_count is None

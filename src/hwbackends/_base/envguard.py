@@ -193,19 +193,25 @@ class _State:
         self.profile = getattr(threading, "_profile_hook", None)
 
     def edits(self, writes: _Writes, ident: int) -> list[str]:
-        """What the call changed besides its recorded env writes, put back where safe."""
+        """What the call changed besides its recorded env writes, put back where safe.
+
+        A call abandoned for hanging is compared when it returns (its caller has gone on), and
+        its process-wide edits are reported but not put back: no writer is recorded for them,
+        and by then the application may have made the same kind of edit itself (a
+        ``sys.path`` entry, a module, the working directory), which must never be undone."""
         out: list[str] = []
+        put_back = ident not in _abandoned
         added = [p for p in sys.path if p not in self.path]
         if added or len(sys.path) < len(self.path):
             out.append(f"changed sys.path (added {', '.join(map(repr, added[:3])) or 'nothing'})")
-            for p in added:
+            for p in added if put_back else ():
                 while p in sys.path:
                     sys.path.remove(p)
         mods = sys.modules
         replaced = [k for k, m in self.modules.items() if mods.get(k, m) is not m]
         if replaced:
             out.append(f"replaced sys.modules entries ({', '.join(sorted(replaced)[:3])})")
-            for k in replaced:
+            for k in replaced if put_back else ():
                 mods[k] = self.modules[k]
         try:
             cwd: str | None = os.getcwd()
@@ -213,7 +219,7 @@ class _State:
             cwd = None
         if cwd != self.cwd:
             out.append("changed the working directory (os.chdir)")
-            if self.cwd is not None:
+            if self.cwd is not None and put_back:
                 try:  # noqa: SIM105 - contextlib is not imported on the selection path
                     os.chdir(self.cwd)
                 except OSError:
@@ -223,10 +229,11 @@ class _State:
                 out.append(f"closed file descriptor {fd} (cannot be undone)")
         if sys.getrecursionlimit() != self.rec:
             out.append("changed the recursion limit (sys.setrecursionlimit)")
-            try:  # noqa: SIM105
-                sys.setrecursionlimit(self.rec)
-            except Exception:
-                pass
+            if put_back:
+                try:  # noqa: SIM105
+                    sys.setrecursionlimit(self.rec)
+                except Exception:
+                    pass
         thr = sys.modules.get("threading")
         if thr is not None:
             for attr, hook, how in (
@@ -235,7 +242,8 @@ class _State:
             ):
                 if getattr(thr, attr, None) is not hook:
                     out.append(f"installed a hook for every new thread ({how})")
-                    setattr(thr, attr, hook)
+                    if put_back:
+                        setattr(thr, attr, hook)
         out.extend(self._env_bypass(writes, ident))
         return out
 

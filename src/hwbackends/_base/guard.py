@@ -29,7 +29,9 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
 - **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
   entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and
   ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
-  changed them since, and reported as the plugin's fault.
+  changed them since, and reported as the plugin's fault. A call abandoned for hanging is
+  compared when it returns, and its edits are reported (``late_writes()``) but not put back:
+  the application has gone on meanwhile and may have made the same kind of edit itself.
 
 Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
 original function. This module imports only builtins, so the selection path stays cheap.
@@ -517,7 +519,8 @@ def forget_hung() -> None:
 
 
 def late_writes() -> list[str]:
-    """Environment writes refused to abandoned calls since the last ask (then forgotten)."""
+    """Environment writes refused to abandoned calls, and the edits such a call was found to
+    have made when it returned, since the last ask (then forgotten)."""
     out = list(_eg._late)
     del _eg._late[: len(out)]
     return out
@@ -547,15 +550,40 @@ def refuse_nested() -> None:
 # -- fork ----------------------------------------------------------------------------------
 
 
+_FORK_IMPORT_WAIT_S = 2.0  # how long a fork waits for another thread's import to finish
+
+
+def _importing_elsewhere(ident: int) -> bool:
+    """Whether a thread other than ``ident`` holds a module's import lock: it is running that
+    module's import (read from the import system's table of module locks, where present). A
+    worker abandoned for hanging does not count: its import may never end."""
+    import sys
+
+    locks = getattr(sys.modules.get("_frozen_importlib"), "_module_locks", None)
+    try:
+        refs = list(locks.values()) if isinstance(locks, dict) else []
+        for ref in refs:
+            owner = getattr(ref() if callable(ref) else ref, "owner", None)
+            if owner is not None and owner != ident and owner not in _eg._abandoned:
+                return True
+    except Exception:  # pragma: no cover - another Python's internals: no wait
+        return False
+    return False
+
+
 def _before_fork() -> None:
     # Wait (bounded by each call's own limit) until no other thread runs plugin code: a fork
     # in the middle of a plugin's import would leave the child with that module's import lock
-    # held by a thread that does not exist there, or a half-initialised module.
+    # held by a thread that does not exist there, or a half-initialised module. The same holds
+    # for any import under way in another thread, such as the selection's own lazy imports
+    # right after a plugin call (the child then hangs importing that module): wait for those
+    # too, at most _FORK_IMPORT_WAIT_S.
     ident = _thread.get_ident()
     if ident in _plugin_threads or ident in _recorders:
         return  # plugin code forking: it cannot wait for itself
     import time
 
+    give_up: float | None = None
     while True:
         now = time.monotonic()
         waiting = [
@@ -563,7 +591,12 @@ def _before_fork() -> None:
             and t not in _eg._abandoned
         ]  # fmt: skip
         if not waiting:
-            return
+            if not _importing_elsewhere(ident):
+                return
+            if give_up is None:
+                give_up = now + _FORK_IMPORT_WAIT_S
+            elif now >= give_up:
+                return
         time.sleep(0.002)
 
 

@@ -30,7 +30,6 @@ fi
 # torch is already satisfied. The developer's tools are PEP 735 dependency groups of
 # pyproject.toml, not published extras: pip >= 25.1 installs them with --group.
 .venv/bin/python -m pip install -q -c .ci/constraints.txt --group dev --group docs -e ".[transformers]" "${plugins[@]}"
-# One process: under pytest-xdist (-n 2, about 25 % faster here) the fork-during-import test
-# failed once in a CI run, so the suite stays serial until that is understood; pass -n 2 to
-# run it in two processes.
+# One process, as CI runs it; pass -n 2 to run it in two (pytest-xdist, about 25 % faster
+# here).
 exec .venv/bin/python -m pytest "$@"

@@ -1,4 +1,4 @@
-"""The install story as written (issue 23, item 6): the README's set-up and "Use it with
+"""The install story as written (issue 23, item 4): the README's set-up and "Use it with
 Transformers" blocks and the Quickstart's install block, run verbatim in a fresh venv built
 in a copy of this checkout, give a working Transformers + Accelerate + torch for this machine,
 and ``hwbackends env`` then prints the same install line the docs give.
@@ -39,7 +39,7 @@ def copy_checkout(dest: Path) -> Path:
         ".venv", ".git", "__pycache__", "*.egg-info", "site", "build", "dist", ".mypy_cache",
         ".ruff_cache", ".hypothesis", ".pytest_cache",
     )  # fmt: skip
-    shutil.copytree(ROOT, dest, ignore=skip)
+    shutil.copytree(ROOT, dest, ignore=skip, symlinks=True)  # the corpus holds sysfs links
     return dest
 
 
@@ -60,8 +60,11 @@ def test_readme_and_quickstart_install_blocks_run_as_written(tmp_path: Path) -> 
     # Where PyPI is reachable but PyTorch's index is not (a registry mirror), pip would retry
     # the index five times for every requirement; once is enough to fall back to the registry.
     env.setdefault("PIP_RETRIES", "0")
+    # the checkout's set-up and the "Use it with Transformers" install (the index install
+    # above them needs the distributions published)
     readme_bash = blocks(repo / "README.md", "bash")
-    setup, use = readme_bash[0], readme_bash[2]
+    (setup,) = [b for b in readme_bash if "python3 -m venv .venv" in b]
+    (use,) = [b for b in readme_bash if "[transformers]" in b]
     out = sh(setup, repo, env)  # python3 -m venv .venv && pip install . ./plugins/... && env
     assert "Install" in out and "[transformers]" in out
     sh(use, repo, env)  # .venv/bin/pip install './[transformers]' --extra-index-url ...

@@ -662,6 +662,8 @@ def _child(
                             patch.undo()
                     rec = {"id": m.ident, "outcome": outcome, "by": by,
                            "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
+                    if outcome == "killed":  # the failure's end: a kill by an unrelated test
+                        rec["why"] = last_failure[0][-400:]  # is a flaky test, not a kill
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
                     if outcome != "survived":

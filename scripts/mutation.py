@@ -2,7 +2,8 @@
 """Mutation testing of the modules whose mistakes users cannot see.
 
 A mistake in a visibility reader, the selection cache's fingerprint, the device of a rank,
-launcher detection, version ranges or the plugin guard gives a wrong answer that looks right.
+launcher detection, version ranges, the plugin guard (and its environment guard) or the PCI
+helpers plugins use gives a wrong answer that looks right.
 This script plants small bugs there, one at a time, and checks that the tests covering the
 module fail for each:
 
@@ -23,6 +24,11 @@ reports the survivors missing from that list.
     .venv/bin/python scripts/mutation.py --module versions --module guard
     .venv/bin/python scripts/mutation.py --list           # the mutants, nothing run
     .venv/bin/python scripts/mutation.py --only 'versions:_release_key:Compare#1:Eq->NotEq'
+
+A group maps module files to their tests (``TESTS``); ``FUNCTIONS`` narrows a group to some
+functions of its modules (the pci group: three helpers of larger modules). A ``.venv`` that
+links another checkout's (a git worktree) works: the scratch copy's editable paths are
+redirected from that checkout to the copy, and checked.
 
 Too slow for CI (minutes per module); run it after changing one of these modules or their
 tests. Exit status: 0 when every survivor is listed in the survivors file, 1 otherwise.

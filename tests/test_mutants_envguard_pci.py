@@ -88,6 +88,26 @@ def test_an_edit_of_os_environs_mapping_is_put_back_to_the_value_the_process_hol
     assert _c_getenv("HWB_MUT_PRESENT") == b"mine"
 
 
+def test_a_plugins_writes_and_their_undo_go_through_the_applications_own_writers(
+    monkeypatch: pytest.MonkeyPatch, app_writers: _AppWriters
+) -> None:
+    """While a plugin call runs, the guard wraps os.putenv / os.unsetenv to see the plugin's
+    writes; what it wraps are the application's own (an audit log of environment writes):
+    the plugin's writes and deletions reach them, and so does the guard's undo."""
+    monkeypatch.setenv("HWB_MUT_PRESENT", "mine")
+    monkeypatch.delenv("HWB_MUT_NEW", raising=False)
+    app_writers.seen.clear()
+
+    def plugin() -> None:
+        os.environ["HWB_MUT_NEW"] = "plugin"
+        del os.environ["HWB_MUT_PRESENT"]
+
+    fault = _plugin_writes(plugin)
+    assert "changed os.environ (HWB_MUT_NEW, HWB_MUT_PRESENT)" in fault.reason
+    assert os.environ.get("HWB_MUT_PRESENT") == "mine" and "HWB_MUT_NEW" not in os.environ
+    assert app_writers.seen == ["HWB_MUT_NEW", "HWB_MUT_PRESENT", "HWB_MUT_NEW", "HWB_MUT_PRESENT"]
+
+
 @pytest.mark.skipif(not LINUX, reason="C environment via ctypes")
 def test_repairs_of_the_c_environment_go_through_the_applications_own_writers(
     monkeypatch: pytest.MonkeyPatch, app_writers: _AppWriters
@@ -152,13 +172,14 @@ def _fork_and_write(app: _AppWriters) -> int:
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
 @pytest.mark.parametrize("installed", ["before the plugin call", "while it hangs"])
-def test_a_process_forked_while_a_hung_plugin_call_runs_writes_through_the_applications_putenv(
+def test_a_hung_plugin_call_leaves_the_applications_putenv_in_place_and_in_forked_children(
     installed: str,
 ) -> None:
-    """An abandoned (hung) plugin call keeps the guard's writers in place until it returns;
-    a process the application forks meanwhile (data-loader workers) has only the forking
-    thread, and must write its environment through the application's os.putenv, the one in
-    place at the fork, whether it was installed before the plugin call or since."""
+    """An abandoned (hung) plugin call keeps the guard's writers in place until it returns.
+    A process the application forks meanwhile (data-loader workers) has only the forking
+    thread, and writes its environment through the application's os.putenv, the one in place
+    at the fork; once the call returns, so does the application. Whether the application
+    installed its own before the plugin call or since, its own stays."""
     app = _AppWriters()
     release = threading.Event()
     try:
@@ -169,11 +190,17 @@ def test_a_process_forked_while_a_hung_plugin_call_runs_writes_through_the_appli
         if installed == "while it hangs":
             os.putenv, os.unsetenv = app.putenv, app.unsetenv
         assert _fork_and_write(app) == 0
+        release.set()
+        _wait_until_no_plugin_call_runs()
+        app.seen.clear()
+        os.environ["HWB_MUT_AFTER"] = "1"
+        del os.environ["HWB_MUT_AFTER"]
+        assert app.seen == ["HWB_MUT_AFTER", "HWB_MUT_AFTER"]
     finally:
         release.set()
         _wait_until_no_plugin_call_runs()
         os.putenv, os.unsetenv = app.real
-        os.environ.pop("HWB_MUT_CHILD", None)
+        os.environ.pop("HWB_MUT_AFTER", None)
 
 
 def _wait_until_no_plugin_call_runs() -> None:

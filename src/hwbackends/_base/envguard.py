@@ -192,17 +192,15 @@ class _State:
         self.trace = getattr(threading, "_trace_hook", None)
         self.profile = getattr(threading, "_profile_hook", None)
 
-    def edits(self, writes: _Writes, ident: int, *, alone: bool = True) -> list[str]:
+    def edits(self, writes: _Writes, ident: int) -> list[str]:
         """What the call changed besides its recorded env writes, put back where safe.
 
         A call abandoned for hanging is compared when it returns (its caller has gone on), and
         its process-wide edits are reported but not put back: no writer is recorded for them,
         and by then the application may have made the same kind of edit itself (a
-        ``sys.path`` entry, a module, the working directory), which must never be undone.
-        The same holds when other threads of the application ran during the call (``alone``
-        false): the edit may be theirs, and the report says so."""
+        ``sys.path`` entry, a module, the working directory), which must never be undone."""
         out: list[str] = []
-        put_back = ident not in _abandoned and alone
+        put_back = ident not in _abandoned
         added = [p for p in sys.path if p not in self.path]
         if added or len(sys.path) < len(self.path):
             out.append(f"changed sys.path (added {', '.join(map(repr, added[:3])) or 'nothing'})")
@@ -246,9 +244,6 @@ class _State:
                     out.append(f"installed a hook for every new thread ({how})")
                     if put_back:
                         setattr(thr, attr, hook)
-        if out and not alone:
-            # the comparison cannot tell the plugin's edit from another thread's
-            out = [f"{e} (not put back: other threads ran meanwhile)" for e in out]
         out.extend(self._env_bypass(writes, ident))
         return out
 

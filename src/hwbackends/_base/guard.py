@@ -31,9 +31,7 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
   ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
   changed them since, and reported as the plugin's fault. A call abandoned for hanging is
   compared when it returns, and its edits are reported (``late_writes()``) but not put back:
-  the application has gone on meanwhile and may have made the same kind of edit itself. So
-  are the edits seen while another thread of the application ran Python code during the
-  call: nothing tells its ``sys.path`` insertion or ``os.chdir`` from the plugin's.
+  the application has gone on meanwhile and may have made the same kind of edit itself.
 
 Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
 original function. This module imports only builtins, so the selection path stays cheap.
@@ -186,20 +184,7 @@ class _Outcome:
 _running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
 
 
-def _alone(*mine: int | None) -> bool:
-    """Whether no thread runs Python code but ``mine`` (the plugin call's and its waiting
-    caller's) and the guard's workers: only then is a process-wide edit seen around the call
-    surely the plugin's, and safe to put back."""
-    import sys
-
-    try:
-        idents = list(sys._current_frames())
-    except Exception:  # pragma: no cover - an interpreter without it: assume company
-        return False
-    return all(t in mine or t in _plugin_threads for t in idents)
-
-
-def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _Outcome:
+def _run(fn: Callable[[], Any], deadline: float) -> _Outcome:
     ident = _thread.get_ident()
     out = _Outcome(ident)
     outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
@@ -227,7 +212,7 @@ def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _
             _recorders[ident] = outer
     if state is not None:
         try:
-            out.edits = state.edits(out.writes, ident, alone=_alone(ident, caller))
+            out.edits = state.edits(out.writes, ident)
         except Exception:  # pragma: no cover - a comparison must never fail the call
             out.edits = []
     return out
@@ -367,7 +352,7 @@ def call(
             out = _run(fn, _monotonic() + DEFAULT_TIMEOUT)
         else:
             w = _take()
-            w.job = partial_run(fn, _monotonic() + limit, ident)
+            w.job = partial_run(fn, _monotonic() + limit)
             w.go.release()
             try:
                 finished = w.done.acquire(True, limit)
@@ -384,10 +369,8 @@ def call(
         _leave()
 
 
-def partial_run(
-    fn: Callable[[], Any], deadline: float, caller: int | None = None
-) -> Callable[[], _Outcome]:
-    return lambda: _run(fn, deadline, caller)
+def partial_run(fn: Callable[[], Any], deadline: float) -> Callable[[], _Outcome]:
+    return lambda: _run(fn, deadline)
 
 
 def _settle(
@@ -478,7 +461,7 @@ def call_many(
             ) -> None:
                 for k, job in enumerate(batch):
                     progress[0], progress[1] = k, monotonic()
-                    outcomes.append(_run(job[1], progress[1] + limit, ident))
+                    outcomes.append(_run(job[1], progress[1] + limit))
 
             w = _take()
             w.job = run_batch

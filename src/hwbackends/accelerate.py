@@ -195,29 +195,15 @@ def plan_training(
 ) -> TrainingPlan:
     """``training_kwargs`` with the reason for each setting.
 
-    :param backend: the backend to plan for. None: the one selected here (as
-        ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
-        must be installed and available here. A ``Backend`` object: used as it is.
-    :param device: the device whose capabilities decide (precision, collective). None: this
-        process's device: under a launcher its local rank's, else the first visible one. An
-        ``int``: that logical index among the backend's visible devices. A ``Device``: that
-        device. No device is set in the arguments: Accelerate picks it.
-    :param report_to: ``TrainingArguments.report_to`` to filter: a name (``"wandb"``), a list
-        of names, ``"all"`` (the integrations the installed Transformers finds) or ``"none"``.
-        Integrations the backend lists as broken here are dropped (``"none"`` when nothing is
-        left). None: ``report_to`` is not set. Another type raises ``UnsupportedSettingError``.
-    :param env: the environment to read, name to value (a name left out is unset): the
-        ``HWBACKENDS_*`` settings, the visibility variables, ``LOCAL_RANK`` and the launchers'
-        variables, ``ACCELERATE_MIXED_PRECISION``, ``ACCELERATE_USE_CPU``. None:
-        ``os.environ``, or a simulated ``host``'s own ``env``.
-    :param host: the machine to plan for: a ``Host`` (``Host.from_file(path)`` for a simulated
-        one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
+    Every parameter, and every error, is as ``training_kwargs`` describes it in full.
+
+    :param backend: the backend to plan for (``training_kwargs``'s ``backend``).
+    :param device: the device whose capabilities decide (``training_kwargs``'s ``device``).
+    :param report_to: ``TrainingArguments.report_to`` to filter, or None to leave it unset.
+    :param env: the environment to read; None: ``os.environ`` (or a simulated host's ``env``).
+    :param host: the machine to plan for; None: ``HWBACKENDS_HOST``'s file, else this one.
     :raises UnsupportedSettingError: when ``report_to`` is not a name or a list of names.
-    :raises RankError: when this process's local rank is not a number, is negative, or has no
-        visible device.
-    :raises BackendNotFoundError: when ``backend`` names no installed backend.
-    :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
-    :raises HwBackendsError: when ``device`` is out of range or not a device.
+    :raises RankError: when this process's local rank has no visible device.
     """
     _check_report_to(report_to)
     t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)

@@ -140,15 +140,11 @@ def explain_visibility(
 def visible_devices(backend_name: BackendRef, env: Mapping[str, str], host: HostLike) -> list[int]:
     """Logical index i -> physical index (see the backend's module docs for its meaning).
 
-    The same as ``explain_visibility(...).physical``.
+    The same as ``explain_visibility(...).physical``, with the same parameters.
 
-    :param backend_name: an installed backend's name (``"cuda"``), a backend object, or a
-        :class:`VisibilityRule`; with a name or a backend only that backend's devices of
-        ``host`` count, a bare rule reads every device of ``host``.
-    :param env: the environment, variable name -> value (``os.environ`` or a dict); a
-        missing name is unset, ``""`` is set but empty.
-    :param host: the host description: a ``hwbackends.Host`` (``Host.from_system()``,
-        ``Host.from_file(path)``) or any object shaped like :class:`HostLike`.
+    :param backend_name: as for :func:`explain_visibility`.
+    :param env: as for :func:`explain_visibility`.
+    :param host: as for :func:`explain_visibility`.
     :raises VisibilityError: as :func:`explain_visibility`.
     """
     return _engine.visible_devices(_named(backend_name), env, host)

@@ -2,7 +2,8 @@
 """Mutation testing of the modules whose mistakes users cannot see.
 
 A mistake in a visibility reader, the selection cache's fingerprint, the device of a rank,
-launcher detection, version ranges or the plugin guard gives a wrong answer that looks right.
+launcher detection, version ranges, the plugin guard (and its environment guard) or the PCI
+helpers plugins use gives a wrong answer that looks right.
 This script plants small bugs there, one at a time, and checks that the tests covering the
 module fail for each:
 
@@ -23,6 +24,11 @@ reports the survivors missing from that list.
     .venv/bin/python scripts/mutation.py --module versions --module guard
     .venv/bin/python scripts/mutation.py --list           # the mutants, nothing run
     .venv/bin/python scripts/mutation.py --only 'versions:_release_key:Compare#1:Eq->NotEq'
+
+A group maps module files to their tests (``TESTS``); ``FUNCTIONS`` narrows a group to some
+functions of its modules (the pci group: three helpers of larger modules). A ``.venv`` that
+links another checkout's (a git worktree) works: the scratch copy's editable paths are
+redirected from that checkout to the copy, and checked.
 
 Too slow for CI (minutes per module); run it after changing one of these modules or their
 tests. Exit status: 0 when every survivor is listed in the survivors file, 1 otherwise.
@@ -93,6 +99,27 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_launch_env.py",
         ),
     ),
+    "envguard": (
+        ("_base/envguard.py",),
+        (
+            "tests/test_mutants_envguard_pci.py",
+            "tests/test_guard.py",
+            "tests/test_guard_two.py",
+            "tests/test_reliability.py::test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed",
+            "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
+            "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
+            "tests/test_registry.py",
+        ),
+    ),
+    "pci": (
+        ("plugin.py", "_machine/evidence.py", "_base/files.py"),  # only FUNCTIONS["pci"]
+        (
+            "tests/test_mutants_envguard_pci.py",
+            "tests/test_plugin_helpers.py",
+            "tests/test_evidence.py",
+            "tests/test_host.py",
+        ),
+    ),
     "visibility": (
         (
             "_visibility/base.py",
@@ -107,6 +134,15 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
         ("tests/visibility",),
     ),
+}
+
+#: Groups that mutate only some functions of their modules: the names as mutant ids show them
+#: (``module.function`` in a group of several modules; a method is ``Class.method``, and a
+#: function's nested functions count as its own). Other groups mutate every function.
+FUNCTIONS: dict[str, tuple[str, ...]] = {
+    # the PCI helpers plugins use: ids from host files and sysfs, bus ids, /dev node patterns
+    # (plugin.normalise_bus_id only calls the reader's; match_node is re-exported by plugin)
+    "pci": ("plugin.pci_id", "evidence.normalise_bus_id", "files.match_node"),
 }
 
 #: Mutants drawn per module group by default (a seeded sample, the same every run);
@@ -174,6 +210,9 @@ class _Finder(ast.NodeVisitor):
         func = ".".join(self.scope) or "<module>"
         if len(TESTS[self.group][0]) > 1:  # several modules in the group: name the module
             func = f"{Path(self.rel).stem}.{func}"
+        wanted = FUNCTIONS.get(self.group)
+        if wanted is not None and not any(func == w or func.startswith(w + ".") for w in wanted):
+            return  # outside the group's functions (numbering is per function: ids stay put)
         n = self.counts.get((func, kind), 0) + 1
         self.counts[(func, kind)] = n
         start, end = self._span(node)
@@ -323,7 +362,10 @@ def _scratch(base: Path, tests_from: str | None = None) -> Path:
         git = ["git", "-C", str(ROOT), "archive", tests_from, "tests", "conftest.py"]
         archive = subprocess.run(git, capture_output=True, check=True).stdout
         subprocess.run(["tar", "-x", "-C", str(tree)], input=archive, check=True)
-    old = ROOT / ".venv"
+    # ``.venv`` may be a link to another checkout's (a git worktree sharing the main one's):
+    # its scripts and editable paths name that checkout, which the copy must replace.
+    old = (ROOT / ".venv").resolve()
+    origin = old.parent
     venv = tree / ".venv"
     (venv / "bin").mkdir(parents=True)
     shutil.copy2(old / "pyvenv.cfg", venv / "pyvenv.cfg")
@@ -352,12 +394,25 @@ def _scratch(base: Path, tests_from: str | None = None) -> Path:
         site_new.mkdir(parents=True)
         for entry in site_old.iterdir():
             if entry.name.startswith("_editable_impl_") and entry.suffix == ".pth":
-                text = entry.read_text(encoding="utf-8").replace(str(ROOT), str(tree))
+                text = entry.read_text(encoding="utf-8").replace(f"{origin}/", f"{tree}/")
                 (site_new / entry.name).write_text(text, encoding="utf-8")
             else:
                 os.symlink(entry, site_new / entry.name)
     if (old / "lib64").exists() or (old / "lib64").is_symlink():
         os.symlink("lib", venv / "lib64")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HWBACKENDS_", "PYTEST_"))}
+    where = subprocess.run(
+        [str(venv / "bin/python"), "-c", "import hwbackends; print(hwbackends.__file__)"],
+        cwd=tree,
+        env=env,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    if tree.resolve() not in Path(where or "/").resolve().parents:  # a mutant nobody runs
+        raise SystemExit(
+            f"mutation.py: the scratch venv imports hwbackends from {where!r}, not from the "
+            f"copy in {tree} (PYTHONPATH set? .venv not an editable install?)"
+        )
     return tree
 
 
@@ -613,6 +668,8 @@ def _child(
                             patch.undo()
                     rec = {"id": m.ident, "outcome": outcome, "by": by,
                            "seconds": round(time.monotonic() - t0, 1)}  # fmt: skip
+                    if outcome == "killed":  # the failure's end: a kill by an unrelated test
+                        rec["why"] = last_failure[0][-400:]  # is a flaky test, not a kill
                     out.write(json.dumps(rec) + "\n")
                     out.flush()
                     if outcome != "survived":
@@ -623,19 +680,6 @@ def _child(
                         by_items = [i for i in items if i.nodeid == by]
                         if outcome == "timeout" or not run_items(by_items)[0]:
                             return True
-                            return True
-                    out.write(
-                        json.dumps(
-                            {
-                                "id": m.ident,
-                                "outcome": outcome,
-                                "by": by,
-                                "seconds": round(time.monotonic() - t0, 1),
-                            }
-                        )
-                        + "\n"
-                    )
-                    out.flush()
             return True
 
     args = [

@@ -1,11 +1,13 @@
 """What a plugin call did to the process besides its result: environment writes, attributed
 to the thread that made them, and process-wide edits (``sys.path``, ``sys.modules``, the working
-directory, standard streams, the recursion limit, thread hooks), put back where nobody has
-changed them since. Used by ``hwbackends._base.guard`` around every plugin call.
+directory, standard streams, the recursion limit, thread hooks), put back where they are
+surely the plugin's and nobody has changed them since. Used by ``hwbackends._base.guard``
+around every plugin call.
 
 While plugin calls run, and only then, ``os.putenv`` / ``os.unsetenv`` (which ``os.environ``
-writes through) are wrapped; outside them the application's functions are the originals and
-no audit hook is installed, so the rest of the program pays nothing.
+writes through) and ``os.chdir`` / ``os.fchdir`` are wrapped, to tell which thread made each
+change; outside them the application's functions are the originals and no audit hook is
+installed, so the rest of the program pays nothing.
 
 This module imports only builtins."""
 
@@ -37,6 +39,8 @@ _last: dict[str, tuple[int, int]] = {}  # variable -> (thread ident, seq) of its
 _base: dict[str, str | None] = {}
 _undoing: set[int] = set()  # threads running hwbackends' own undo: not a plugin's write
 _abandoned: dict[int, str] = {}  # ident of a worker abandoned for hanging -> its call
+_cwd_last: tuple[int, int] | None = None  # (thread ident, seq) of the last chdir while wrapped
+_saved_cwd: tuple[Any, Any] | None = None  # the os.chdir / os.fchdir the wrappers replaced
 _late: list[str] = []  # writes refused to abandoned calls, for the next report
 
 
@@ -51,12 +55,7 @@ def _note(key: object, new: str | None) -> None:
     if ident in _undoing:
         return
     k = _text(key)
-    what = _abandoned.get(ident)
-    if what is not None:
-        msg = f"{what} wrote {k} after it was abandoned for hanging; the write was refused"
-        if len(_late) < 64:
-            _late.append(msg)
-        raise PermissionError(f"hwbackends: {msg}")
+    _refuse_if_abandoned(ident, f"wrote {k}")
     _seq += 1
     _last[k] = (ident, _seq)
     rec = _recorders.get(ident)
@@ -72,6 +71,15 @@ def _note(key: object, new: str | None) -> None:
         entry[1] = new
 
 
+def _refuse_if_abandoned(ident: int, did: str) -> None:
+    what = _abandoned.get(ident)
+    if what is not None:
+        msg = f"{what} {did} after it was abandoned for hanging; the change was refused"
+        if len(_late) < 64:
+            _late.append(msg)
+        raise PermissionError(f"hwbackends: {msg}")
+
+
 def _putenv(key: Any, value: Any) -> None:
     with _env_lock:
         _note(key, _text(value))
@@ -85,21 +93,48 @@ def _unsetenv(key: Any) -> None:
 
 
 _originals = (os.putenv, os.unsetenv)
+_cwd_originals: tuple[Any, Any] = (os.chdir, getattr(os, "fchdir", None))
+
+
+def _note_cwd() -> None:
+    """Record which thread changes the working directory (``_env_lock`` held)."""
+    global _seq, _cwd_last
+    ident = _thread.get_ident()
+    _refuse_if_abandoned(ident, "changed the working directory")
+    _seq += 1
+    _cwd_last = (ident, _seq)
+
+
+def _chdir(path: Any) -> None:
+    with _env_lock:
+        _note_cwd()
+        (_saved_cwd or _cwd_originals)[0](path)
+
+
+def _fchdir(fd: Any) -> None:
+    with _env_lock:
+        _note_cwd()
+        (_saved_cwd or _cwd_originals)[1](fd)
 
 
 def _enter() -> None:
     """A plugin call begins: wrap the environment writers (the first one only)."""
-    global _active, _saved
+    global _active, _saved, _saved_cwd
     with _env_lock:
         _active += 1
         if _active == 1 and os.putenv is not _putenv:
             _saved = (os.putenv, os.unsetenv)
             os.putenv, os.unsetenv = _putenv, _unsetenv
+        if _active == 1 and os.chdir is not _chdir:
+            _saved_cwd = (os.chdir, getattr(os, "fchdir", None))
+            os.chdir = _chdir
+            if _saved_cwd[1] is not None:
+                os.fchdir = _fchdir
 
 
 def _leave() -> None:
     """A plugin call is settled: the last one puts the application's writers back."""
-    global _active, _saved
+    global _active, _saved, _saved_cwd, _cwd_last
     with _env_lock:
         _active -= 1
         if _active <= 0:
@@ -107,8 +142,19 @@ def _leave() -> None:
             if _saved is not None and os.putenv is _putenv:
                 os.putenv, os.unsetenv = _saved
             _saved = None
+            _put_back_cwd_functions()
+            _cwd_last = None
             _last.clear()
             _base.clear()
+
+
+def _put_back_cwd_functions() -> None:
+    global _saved_cwd
+    if _saved_cwd is not None and os.chdir is _chdir:
+        os.chdir = _saved_cwd[0]
+        if _saved_cwd[1] is not None and getattr(os, "fchdir", None) is _fchdir:
+            os.fchdir = _saved_cwd[1]
+    _saved_cwd = None
 
 
 def _write_back(key: str, value: str | None) -> None:
@@ -192,19 +238,26 @@ class _State:
         self.trace = getattr(threading, "_trace_hook", None)
         self.profile = getattr(threading, "_profile_hook", None)
 
-    def edits(self, writes: _Writes, ident: int) -> list[str]:
-        """What the call changed besides its recorded env writes, put back where safe.
+    def edits(self, writes: _Writes, ident: int, alone: bool = True) -> tuple[list[str], list[str]]:
+        """What the call changed besides its recorded env writes, put back where safe: the
+        plugin's edits, and the edits that may be another thread's (left as they are).
 
-        A call abandoned for hanging is compared when it returns (its caller has gone on), and
-        its process-wide edits are reported but not put back: no writer is recorded for them,
-        and by then the application may have made the same kind of edit itself (a
-        ``sys.path`` entry, a module, the working directory), which must never be undone."""
+        A ``chdir`` is the thread's that made it (recorded by the wrappers); a replaced
+        ``sys.modules`` entry is always the plugin's (how a plugin would hijack the
+        application's imports). For the rest nothing records a writer: they are the plugin's
+        only when no other thread of the application exists during the call (``alone``);
+        otherwise they are neither put back nor blamed on it. A call abandoned for hanging
+        is compared when it returns (its caller has gone on), and its edits are reported but
+        not put back: by then the application may have made the same kind of edit itself."""
         out: list[str] = []
         put_back = ident not in _abandoned
+        mine = out if alone else []  # the edits that no writer is recorded for
+        keep = put_back and alone
         added = [p for p in sys.path if p not in self.path]
         if added or len(sys.path) < len(self.path):
-            out.append(f"changed sys.path (added {', '.join(map(repr, added[:3])) or 'nothing'})")
-            for p in added if put_back else ():
+            what = ", ".join(map(repr, added[:3])) or "nothing"
+            mine.append(f"changed sys.path (added {what})")
+            for p in added if keep else ():
                 while p in sys.path:
                     sys.path.remove(p)
         mods = sys.modules
@@ -218,18 +271,22 @@ class _State:
         except OSError:
             cwd = None
         if cwd != self.cwd:
-            out.append("changed the working directory (os.chdir)")
-            if self.cwd is not None and put_back:
-                try:  # noqa: SIM105 - contextlib is not imported on the selection path
-                    os.chdir(self.cwd)
-                except OSError:
-                    pass
+            last = _cwd_last if _cwd_last is not None and _cwd_last[1] > self.seq else None
+            if last is None or last[0] == ident:  # the plugin's, or nobody's on record
+                (out if last is not None else mine).append(
+                    "changed the working directory (os.chdir)"
+                )
+                if self.cwd is not None and (put_back if last is not None else keep):
+                    try:  # noqa: SIM105 - contextlib is not imported on the selection path
+                        (_saved_cwd or _cwd_originals)[0](self.cwd)
+                    except OSError:
+                        pass
         for fd, was in zip((0, 1, 2), self.fds, strict=True):
             if was and not _fd_open(fd):
-                out.append(f"closed file descriptor {fd} (cannot be undone)")
+                mine.append(f"closed file descriptor {fd} (cannot be undone)")
         if sys.getrecursionlimit() != self.rec:
-            out.append("changed the recursion limit (sys.setrecursionlimit)")
-            if put_back:
+            mine.append("changed the recursion limit (sys.setrecursionlimit)")
+            if keep:
                 try:  # noqa: SIM105
                     sys.setrecursionlimit(self.rec)
                 except Exception:
@@ -241,11 +298,11 @@ class _State:
                 ("_profile_hook", self.profile, "threading.setprofile"),
             ):
                 if getattr(thr, attr, None) is not hook:
-                    out.append(f"installed a hook for every new thread ({how})")
-                    if put_back:
+                    mine.append(f"installed a hook for every new thread ({how})")
+                    if keep:
                         setattr(thr, attr, hook)
         out.extend(self._env_bypass(writes, ident))
-        return out
+        return out, ([] if alone else mine)
 
     def _env_bypass(self, writes: _Writes, ident: int) -> list[str]:
         """Environment changes that did not go through os.putenv/os.unsetenv: judged only
@@ -315,7 +372,7 @@ def _fd_open(fd: int) -> bool:
 
 def reset_after_fork() -> None:
     """In a forked child: only the forking thread survives, and no plugin call runs."""
-    global _env_lock, _active, _saved
+    global _env_lock, _active, _saved, _cwd_last
     _env_lock = _thread.RLock()
     _recorders.clear()
     _abandoned.clear()
@@ -326,3 +383,5 @@ def reset_after_fork() -> None:
     if _saved is not None and os.putenv is _putenv:
         os.putenv, os.unsetenv = _saved
     _saved = None
+    _put_back_cwd_functions()
+    _cwd_last = None

@@ -29,9 +29,15 @@ Every call into a plugin (import, constructor, probe, ``devices()``, the host-re
 - **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
   entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and
   ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
-  changed them since, and reported as the plugin's fault. A call abandoned for hanging is
-  compared when it returns, and its edits are reported (``late_writes()``) but not put back:
-  the application has gone on meanwhile and may have made the same kind of edit itself.
+  changed them since, and reported as the plugin's fault. Who made an edit is known for
+  ``os.chdir`` (wrapped, like ``os.putenv``: another thread's stands) and assumed for a
+  replaced ``sys.modules`` entry (always the plugin's: that is how a plugin would hijack the
+  application's imports). For the others nothing tells the plugin's edit from another
+  application thread's: when such a thread may have run during the call (it was not seen
+  waiting in the same blocking call before and after), the edit is neither put back nor
+  blamed on the plugin, only reported (``late_writes()``). A call abandoned for
+  hanging is compared when it returns, and its edits are reported (``late_writes()``) but not
+  put back: the application has gone on meanwhile and may have made the same kind of edit.
 
 Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
 original function. This module imports only builtins, so the selection path stays cheap.
@@ -41,6 +47,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import sys
 
 from hwbackends._base import envguard as _eg
 from hwbackends._base.envguard import _enter, _leave, _recorders, _State, _undo
@@ -168,7 +175,7 @@ def plain(v: Any) -> Any:
 class _Outcome:
     """One finished call: its value or exception, read on the thread that ran it."""
 
-    __slots__ = ("edits", "exc_type", "failed", "ident", "tb", "text", "value", "writes")
+    __slots__ = ("edits", "exc_type", "failed", "ident", "tb", "text", "unsure", "value", "writes")
 
     def __init__(self, ident: int) -> None:
         self.ident = ident
@@ -179,16 +186,72 @@ class _Outcome:
         self.tb: str | None = None
         self.writes: _Writes = {}
         self.edits: list[str] = []
+        self.unsure: list[str] = []  # edits that another thread of the application may have made
 
 
 _running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
 
 
-def _run(fn: Callable[[], Any], deadline: float) -> _Outcome:
+def _others(ident: int, caller: int | None) -> dict[int, tuple[Any, int]] | None:
+    """Where every other Python thread is (its innermost frame and instruction), the plugin
+    call's, its waiting caller's and the guard's workers aside; None if it cannot be read.
+
+    The frames are held until the call is compared, so that a frame object seen again after
+    the call is the same frame, not a new one at a reused address."""
+    try:
+        frames = sys._current_frames()
+        return {
+            t: (f, f.f_lasti)
+            for t, f in frames.items()
+            if t != ident and t != caller and t not in _plugin_threads
+        }
+    except Exception:  # pragma: no cover - an interpreter without it: assume they ran
+        return None
+
+
+def _waits() -> set[Any]:
+    """The code of standard-library functions that block once and return: a thread seen in
+    one of them, in the same frame at the same instruction before and after a call, waited
+    the whole call. (Not any frame: a loop around ``time.sleep`` comes back to the same
+    frame and instruction after running an iteration.)"""
+    codes = set()
+    for mod, cls, names in (
+        ("threading", "Condition", ("wait",)),
+        ("threading", "Thread", ("join", "_wait_for_tstate_lock")),
+        ("selectors", "SelectSelector", ("select",)),
+        ("selectors", "PollSelector", ("select",)),
+        ("selectors", "EpollSelector", ("select",)),
+        ("selectors", "KqueueSelector", ("select",)),
+    ):
+        owner = getattr(sys.modules.get(mod), cls, None)
+        for name in names:
+            code = getattr(getattr(owner, name, None), "__code__", None)
+            if code is not None:
+                codes.add(code)
+    return codes
+
+
+def _others_ran(before: dict[int, tuple[Any, int]] | None, ident: int, caller: int | None) -> bool:
+    """Whether another thread may have run Python code during the call: one started or
+    ended, or one not seen waiting in the same blocking call before and after it."""
+    after = _others(ident, caller)
+    if before is None or after is None or before.keys() != after.keys():
+        return True
+    if not before:
+        return False
+    waits = _waits()
+    return any(
+        after[t][0] is not f or after[t][1] != i or f.f_code not in waits
+        for t, (f, i) in before.items()
+    )
+
+
+def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _Outcome:
     ident = _thread.get_ident()
     out = _Outcome(ident)
     outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
     state = _State() if outer is None else None
+    others = _others(ident, caller) if state is not None else None
     _recorders[ident] = out.writes
     _running[ident] = deadline
     try:
@@ -212,7 +275,9 @@ def _run(fn: Callable[[], Any], deadline: float) -> _Outcome:
             _recorders[ident] = outer
     if state is not None:
         try:
-            out.edits = state.edits(out.writes, ident)
+            alone = not _others_ran(others, ident, caller)
+            del others  # the other threads' frames are not kept past the comparison
+            out.edits, out.unsure = state.edits(out.writes, ident, alone)
         except Exception:  # pragma: no cover - a comparison must never fail the call
             out.edits = []
     return out
@@ -265,6 +330,7 @@ class _Worker:
                 if self.abandoned:
                     what = _eg._abandoned.get(ident, "a plugin call")
                     edits = getattr(self.out, "edits", None)
+                    edits = [*(edits or ()), *getattr(self.out, "unsure", ())]
                     if edits and len(_eg._late) < 64:
                         _eg._late.append(f"{what}, abandoned for hanging, {'; '.join(edits)}")
                     return  # its caller gave up on it: nobody will hand it work again
@@ -352,7 +418,7 @@ def call(
             out = _run(fn, _monotonic() + DEFAULT_TIMEOUT)
         else:
             w = _take()
-            w.job = partial_run(fn, _monotonic() + limit)
+            w.job = partial_run(fn, _monotonic() + limit, ident)
             w.go.release()
             try:
                 finished = w.done.acquire(True, limit)
@@ -369,8 +435,10 @@ def call(
         _leave()
 
 
-def partial_run(fn: Callable[[], Any], deadline: float) -> Callable[[], _Outcome]:
-    return lambda: _run(fn, deadline)
+def partial_run(
+    fn: Callable[[], Any], deadline: float, caller: int | None = None
+) -> Callable[[], _Outcome]:
+    return lambda: _run(fn, deadline, caller)
 
 
 def _settle(
@@ -387,6 +455,12 @@ def _settle(
     classes are compared with ``issubclass`` on the real type (not ``isinstance``, which would
     read a ``__class__`` the plugin may define)."""
     changed = _undo(out.writes, out.ident)
+    for edit in out.unsure:
+        if len(_eg._late) < 64:
+            _eg._late.append(
+                f"while {what} ran beside another thread of the application, the process "
+                f"{edit}: neither put back nor blamed on the plugin (either may have done it)"
+            )
     if out.failed:
         t = out.exc_type or BaseException
         if passthrough and issubclass(t, passthrough):
@@ -461,7 +535,7 @@ def call_many(
             ) -> None:
                 for k, job in enumerate(batch):
                     progress[0], progress[1] = k, monotonic()
-                    outcomes.append(_run(job[1], progress[1] + limit))
+                    outcomes.append(_run(job[1], progress[1] + limit, ident))
 
             w = _take()
             w.job = run_batch

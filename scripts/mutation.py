@@ -73,6 +73,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "tests/test_planted_bugs.py",
             "tests/test_guard.py",
+            "tests/test_guard_company.py",
             "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
             "tests/test_registry.py",
@@ -87,7 +88,9 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         (
             "tests/test_planted_bugs.py",
             "tests/test_target_device.py",
+            "tests/test_rank_devices.py",
             "tests/test_cli_errors.py::test_torch_fix_is_the_command_for_the_backend_build",
+            "tests/test_cli_errors.py::test_torch_fix_follows_the_devices_wheel_index",
             "tests/integrations/test_simulated_hosts.py",
         ),
     ),
@@ -105,6 +108,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_mutants_envguard_pci.py",
             "tests/test_guard.py",
             "tests/test_guard_two.py",
+            "tests/test_guard_company.py",
             "tests/test_reliability.py::test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed",
             "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",

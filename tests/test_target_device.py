@@ -156,3 +156,60 @@ def test_an_explicit_dtype_must_run_on_every_device_a_spread_model_spans() -> No
     )
     auto = plan_pretrained(host=mixed, env={}, kernels=False)
     assert auto.kwargs["device_map"] == "auto" and str(auto.kwargs["dtype"]) == "torch.float16"
+
+
+def test_the_target_keeps_the_name_it_read_once() -> None:
+    """A plugin's ``name`` property is read once: the target answers that first value, and
+    the backend's own ``name`` only when none was read."""
+    from hwbackends._selection.target import Target
+
+    t = resolve_target(host=H100_8, env={})
+    flipped = _Declared("not-cuda", None, "")
+    kept = Target(flipped, t.host, t.env, t.devices, t.device, t.caps, backend_name="cuda")  # type: ignore[arg-type]
+    assert kept.name == "cuda"
+    unread = Target(flipped, t.host, t.env, t.devices, t.device, t.caps)  # type: ignore[arg-type]
+    assert unread.name == "not-cuda"
+
+
+class _Hinting(_Declared):
+    """A backend whose probe gives ``hint``: torch_fix may take its command."""
+
+    def __init__(self, hint: str) -> None:
+        super().__init__("acme", "cpu", "")
+        self.hint = hint
+
+    def probe(self, host: Host) -> object:
+        from hwbackends import Probe
+
+        return Probe("acme", True, False, "no torch", self.hint, ("test",))
+
+
+@pytest.mark.parametrize(
+    ("hint", "taken"),
+    [
+        # a torch install from a wheel index, with the advice after it cut off
+        (
+            "pip install torch --index-url https://download.pytorch.org/whl/cu126 (Pascal GPUs)",
+            "pip install torch --index-url https://download.pytorch.org/whl/cu126",
+        ),
+        (
+            "pip install 'torch==2.13.0' --index-url https://example.org/whl",
+            "pip install 'torch==2.13.0' --index-url https://example.org/whl",
+        ),
+        ("pip install torch", None),  # no index: the backend's flavour decides
+        ("pip install acme-sdk --index-url https://example.org/whl", None),  # not torch
+        ("install the acme driver", None),
+    ],
+)
+def test_torch_fix_takes_a_probes_command_only_for_torch_from_an_index(
+    hint: str, taken: str | None
+) -> None:
+    import sys
+
+    from hwbackends._base.versions import torch_install_hint
+    from hwbackends._selection.target import torch_fix
+
+    bare = Host.from_dict({"devices": []})
+    got = torch_fix(_Hinting(hint), bare)  # type: ignore[arg-type]
+    cmd = taken if taken is not None else torch_install_hint("cpu")
+    assert got == f"install torch: {sys.executable} -m {cmd}"

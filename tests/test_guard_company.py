@@ -258,3 +258,20 @@ def test_a_looping_threads_entry_is_kept_though_it_is_back_where_it_was(
         t.join()
         while mine in sys.path:
             sys.path.remove(mine)
+
+
+@pytest.mark.usefixtures("idle_thread")
+def test_a_call_abandoned_for_hanging_lets_go_of_the_other_threads_frames(
+    site: Site, sync: types.SimpleNamespace
+) -> None:
+    """The frames held to compare with after the call keep their locals alive: a call that
+    may never return must not keep them."""
+    site.add_plugin("acme", good_plugin("acme", 90) + WAITS)
+    guard.late_writes()
+    r = Registry(path=[str(site.path)]).select({}, HOST, Settings(timeout=0.2))
+    assert r.status("acme").state == "broken"
+    try:
+        assert sync.STARTED.is_set() and guard._frames == {}
+    finally:
+        sync.GO.set()
+        guard.forget_hung()  # the next tests' acme plugins are called again

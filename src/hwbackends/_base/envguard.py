@@ -245,10 +245,11 @@ class _State:
         A ``chdir`` is the thread's that made it (recorded by the wrappers); a replaced
         ``sys.modules`` entry is always the plugin's (how a plugin would hijack the
         application's imports). For the rest nothing records a writer: they are the plugin's
-        only when no other thread of the application exists during the call (``alone``);
-        otherwise they are neither put back nor blamed on it. A call abandoned for hanging
-        is compared when it returns (its caller has gone on), and its edits are reported but
-        not put back: by then the application may have made the same kind of edit itself."""
+        only when no other thread of the application may have run during the call
+        (``alone``); otherwise they are neither put back nor blamed on it. A call abandoned
+        for hanging is compared when it returns (its caller has gone on), and its edits are
+        reported but not put back: by then the application may have made the same kind of
+        edit itself."""
         out: list[str] = []
         put_back = ident not in _abandoned
         mine = out if alone else []  # the edits that no writer is recorded for

@@ -190,6 +190,9 @@ class _Outcome:
 
 
 _running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
+# ident -> where the other threads were when its call began (``_others``): dropped when the call
+# is abandoned, so that a hung call does not keep the application's frames (and their locals)
+_frames: dict[int, Any] = {}
 
 
 def _others(ident: int, caller: int | None) -> dict[int, tuple[Any, int]] | None:
@@ -251,7 +254,8 @@ def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _
     out = _Outcome(ident)
     outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
     state = _State() if outer is None else None
-    others = _others(ident, caller) if state is not None else None
+    if state is not None:
+        _frames[ident] = _others(ident, caller)
     _recorders[ident] = out.writes
     _running[ident] = deadline
     try:
@@ -275,8 +279,8 @@ def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _
             _recorders[ident] = outer
     if state is not None:
         try:
-            alone = not _others_ran(others, ident, caller)
-            del others  # the other threads' frames are not kept past the comparison
+            # an abandoned call's snapshot is gone: it is judged as not alone
+            alone = not _others_ran(_frames.pop(ident, None), ident, caller)
             out.edits, out.unsure = state.edits(out.writes, ident, alone)
         except Exception:  # pragma: no cover - a comparison must never fail the call
             out.edits = []
@@ -379,6 +383,7 @@ def _abandon(w: _Worker, what: str) -> list[str]:
     if not w.ident:
         return []  # pragma: no cover - a worker sets its ident before it takes a job
     _enter()  # left when the abandoned call returns, if ever
+    _frames.pop(w.ident, None)
     with _eg._env_lock:
         _eg._abandoned[w.ident] = what
         writes = _recorders.get(w.ident)
@@ -683,6 +688,7 @@ def _after_fork_in_child() -> None:
     _idle.clear()
     _plugin_threads.clear()
     _running.clear()
+    _frames.clear()
     _eg.reset_after_fork()
 
 

@@ -642,11 +642,11 @@ def entry_point_source(name: str, backend: object = None) -> tuple[str, str] | N
     return None
 
 
-def get_from_report(report: SelectionReport) -> Backend:
-    """The backend instance a report chose (the same object selection probed): of plugins
-    claiming one name, the one the report's settings picked."""
+def get_from_report(report: SelectionReport, name: str | None = None) -> Backend:
+    """The backend instance a report chose, or the candidate ``name`` of it (the same object
+    selection probed): of plugins claiming one name, the one the report's settings picked."""
     reg = _default_registry()
-    chosen = report.status(report.chosen)
+    chosen = report.status(name or report.chosen)
     for s in reg.specs:
         if (
             s.name == chosen.name
@@ -657,4 +657,4 @@ def get_from_report(report: SelectionReport) -> Backend:
                 return reg.load(s)
             except Broken:
                 break  # get() raises the error that names it
-    return reg.get(report.chosen)
+    return reg.get(chosen.name)

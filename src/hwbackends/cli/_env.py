@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from hwbackends.cli._inputs import (
@@ -67,14 +68,17 @@ def cmd_env(args: argparse.Namespace) -> int:
         d["evidence_sources"] = evidence_read(report)
         emit(_json(d))
     else:
+        from hwbackends._base.settings import Settings
+        from hwbackends._selection.registry import get_from_report
+        from hwbackends._selection.report import device_names
+
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))
-        emit(
-            fit(
-                render_env(report, st, report.debug, settings, view, install_line(report)),
-                view.width,
-            )
+        names = device_names(
+            report, env, partial(get_from_report, report), Settings.from_env(env).timeout
         )
+        text = render_env(report, st, report.debug, settings, view, install_line(report), names)
+        emit(fit(text, view.width))
         read = evidence_read(report) if view.verbose else None
         if read:
             text = " · ".join(f"{name}: {', '.join(srcs)}" for name, srcs in read.items())

@@ -6,7 +6,11 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from hwbackends._base.protocol import Device
     from hwbackends._machine.host import Host
+    from hwbackends._machine.values import HostDevice
     from hwbackends._selection.report import SelectionReport
 
 
@@ -213,8 +217,23 @@ def build_name(h: Host) -> str:
     return flavour
 
 
-def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
+def render_host(
+    report: SelectionReport,
+    st: _Style,
+    view: _View,
+    names: Mapping[str, Device] | None = None,
+) -> list[str]:
+    """The Host, Software and Hardware lines (with ``--verbose``, the table of devices).
+
+    ``names``: PCI bus id -> the device as its backend names it whatever this process sees
+    (``device_names``); without it, only the devices this process sees are named by their
+    backend, the rest by the host."""
     h = report.host
+    # the backends' names for the machine's devices, so the hardware lines and the device
+    # rows below agree (a host file or sysfs may name a device only by its PCI id)
+    used = dict(names or {})
+    used.update({x.pci_bus_id: x for x in report.devices if x.pci_bus_id})
+    served = {d.vendor: used[d.pci_bus_id].backend for d in h.devices if d.pci_bus_id in used}
     v = versions_of(h)
     if h.source.startswith(ROOT_SOURCE):
         src = f"read from the tree at {h.source.removeprefix(ROOT_SOURCE)} (--root)"
@@ -244,18 +263,12 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
         # Identical devices on one line each kind; the per-device table is in --verbose and
         # the devices this process sees are listed below.
         groups: dict[tuple[str, str, str, str, str], int] = {}
-        # the chosen backend's names for its devices, so this line and the device rows
-        # below agree (a host file may name a device only by its PCI id)
-        used = {x.pci_bus_id: x for x in report.devices if x.pci_bus_id}
-        served = {d.vendor for d in h.devices if d.pci_bus_id in used}
         for d in h.devices:
-            mine = used.get(d.pci_bus_id or "")
-            name = (mine.name if mine else None) or d.name
-            arch = (mine.arch if mine else None) or d.arch or ""
+            name, arch = _named(d, used)
             if not name:
                 name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
                 if d.vendor in served:  # a function beside the accelerators (a bridge...)
-                    arch = f"not used by the {report.chosen} backend"
+                    arch = f"not used by the {served[d.vendor]} backend"
             key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
             groups[key] = groups.get(key, 0) + 1
         label = st.bold("Hardware") + "  "
@@ -269,8 +282,9 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
         [
             str(i),
             d.vendor,
-            d.name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
-            d.arch or "",
+            _named(d, used)[0]
+            or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
+            _named(d, used)[1],
             d.pci_bus_id or "",
             _gib(d.memory_bytes),
             _found_by(d, driver=True),
@@ -282,6 +296,13 @@ def render_host(report: SelectionReport, st: _Style, view: _View) -> list[str]:
     lines.append(st.bold("Devices of accelerator vendors"))
     lines += _table(rows, view=view)
     return lines
+
+
+def _named(d: HostDevice, used: Mapping[str, Device]) -> tuple[str | None, str]:
+    """A host device's name and architecture: its backend's where it has one, else the
+    host's own."""
+    mine = used.get(d.pci_bus_id or "")
+    return (mine.name if mine else None) or d.name, (mine.arch if mine else None) or d.arch or ""
 
 
 def _found_by(d: Any, driver: bool = False) -> str:
@@ -495,13 +516,14 @@ def render_env(
     settings: dict[str, Any] | None = None,
     view: _View | None = None,
     install: dict[str, Any] | None = None,
+    names: Mapping[str, Device] | None = None,
 ) -> str:
     view = view or _View()
     lines = []
     if report.warnings:  # first, so a long report's warnings are not missed at its end
         n = len(report.warnings)
         lines.append(st.yellow(f"! {n} warning{'s' if n > 1 else ''}: see Warnings at the end"))
-    lines += render_host(report, st, view)
+    lines += render_host(report, st, view, names)
     if install is not None:
         # a command is never shortened: it must paste and run
         lines += view.wrap(install["command"], st.bold("Install") + "   ", " " * 10)

@@ -216,7 +216,11 @@ def _waits() -> set[Any]:
     """The code of standard-library functions that block once and return: a thread seen in
     one of them, in the same frame at the same instruction before and after a call, waited
     the whole call. (Not any frame: a loop around ``time.sleep`` comes back to the same
-    frame and instruction after running an iteration.)"""
+    frame and instruction after running an iteration.)
+
+    Blind spot: a Python signal handler runs in the main thread even while it waits here
+    (the wait resumes at the same instruction after it, PEP 475), so an edit a handler makes
+    during the call is taken for the plugin's."""
     codes = set()
     for mod, cls, names in (
         ("threading", "Condition", ("wait",)),

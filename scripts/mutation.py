@@ -69,7 +69,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ),
     ),
     "guard": (
-        ("_base/guard.py",),
+        ("_base/guard.py", "_base/company.py"),
         (
             "tests/test_planted_bugs.py",
             "tests/test_guard.py",

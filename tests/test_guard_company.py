@@ -22,6 +22,7 @@ import pytest
 from coretest import Site, good_plugin
 
 from hwbackends import Host
+from hwbackends._base import company as _company
 from hwbackends._base import guard
 from hwbackends._base.settings import Settings
 from hwbackends._selection.registry import Registry
@@ -190,12 +191,8 @@ def test_a_plugins_replaced_module_is_put_back_and_blamed_even_with_other_thread
     assert sys.modules["json"] is json
 
 
-@pytest.mark.usefixtures("busy_thread")
-def test_a_plugins_sys_path_entry_beside_a_running_thread_is_reported_not_blamed(
-    site: Site, tmp_path: Path
-) -> None:
-    """The price of never undoing the application's own edit: while another thread runs, a
-    plugin's sys.path entry cannot be told from that thread's, so it is only reported."""
+def add_sys_path_plugin(site: Site, tmp_path: Path) -> str:
+    """An acme plugin whose probe appends a ``sys.path`` entry; the entry."""
     entry = str(tmp_path / "added-by-the-plugin")
     site.add_plugin(
         "acme",
@@ -203,6 +200,16 @@ def test_a_plugins_sys_path_entry_beside_a_running_thread_is_reported_not_blamed
         + f"    def probe(self, host):\n        import sys\n        sys.path.append({entry!r})\n"
         + "        return super().probe(host)\n",
     )
+    return entry
+
+
+@pytest.mark.usefixtures("busy_thread")
+def test_a_plugins_sys_path_entry_beside_a_running_thread_is_reported_not_blamed(
+    site: Site, tmp_path: Path
+) -> None:
+    """The price of never undoing the application's own edit: while another thread runs, a
+    plugin's sys.path entry cannot be told from that thread's, so it is only reported."""
+    entry = add_sys_path_plugin(site, tmp_path)
     try:
         state, reason, warnings = select(site)
         assert state == "selected", reason
@@ -216,18 +223,45 @@ def test_a_plugins_sys_path_entry_beside_a_running_thread_is_reported_not_blamed
 def test_alone_or_beside_waiting_threads_the_same_entry_is_put_back_and_blamed(
     site: Site, tmp_path: Path, company: str, request: pytest.FixtureRequest
 ) -> None:
-    if company != "alone":
-        request.getfixturevalue(company)
-    entry = str(tmp_path / "added-by-the-plugin")
-    site.add_plugin(
-        "acme",
-        good_plugin("acme", 90)
-        + f"    def probe(self, host):\n        import sys\n        sys.path.append({entry!r})\n"
-        + "        return super().probe(host)\n",
-    )
-    state, reason, _ = select(site)
+    request.getfixturevalue("alone" if company == "alone" else company)
+    entry = add_sys_path_plugin(site, tmp_path)
+    state, reason, warnings = select(site)
+    if company != "alone" and not _company.FRAMES_SAFE:
+        # where the frames cannot be read safely, a waiting thread is one that may run
+        assert state == "selected" and any(repr(entry) in w for w in warnings), reason
+        sys.path.remove(entry)
+        return
     assert state == "broken" and "changed sys.path" in reason, reason
     assert entry not in sys.path
+
+
+@pytest.mark.parametrize("company", ["alone", "idle_thread"])
+def test_where_reading_frames_can_deadlock_the_threads_are_counted(
+    site: Site,
+    tmp_path: Path,
+    company: str,
+    request: pytest.FixtureRequest,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before CPython 3.11.12, sys._current_frames() can deadlock a process whose threads
+    start and end (python/cpython#106883): the guard never calls it there. Alone, the
+    plugin's sys.path entry is put back and blamed; beside another thread, only reported."""
+    monkeypatch.setattr(_company, "FRAMES_SAFE", False)  # first: the fixtures read it
+    request.getfixturevalue("alone" if company == "alone" else company)
+    read: list[int] = []
+    monkeypatch.setattr(sys, "_current_frames", lambda: read.append(1) or {})
+    entry = add_sys_path_plugin(site, tmp_path)
+    try:
+        state, reason, warnings = select(site)
+        assert read == []
+        if company == "alone":
+            assert state == "broken" and "changed sys.path" in reason, reason
+            assert entry not in sys.path
+        else:
+            assert state == "selected" and any(repr(entry) in w for w in warnings), reason
+    finally:
+        while entry in sys.path:
+            sys.path.remove(entry)
 
 
 def test_a_looping_threads_entry_is_kept_though_it_is_back_where_it_was(

@@ -132,6 +132,7 @@ def test_repairs_of_the_c_environment_go_through_the_applications_own_writers(
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX file descriptors")
+@pytest.mark.usefixtures("alone")
 def test_a_plugin_closing_standard_error_is_reported() -> None:
     """Standard error (descriptor 2) is watched like standard output: a plugin that closes it
     is blamed, with the descriptor's number (nothing can reopen it for the application)."""

@@ -49,6 +49,7 @@ import _thread
 import os
 import sys
 
+from hwbackends._base import company as _company
 from hwbackends._base import envguard as _eg
 from hwbackends._base.envguard import _enter, _leave, _recorders, _State, _undo
 
@@ -190,67 +191,10 @@ class _Outcome:
 
 
 _running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
-# ident -> where the other threads were when its call began (``_others``): dropped when the call
-# is abandoned, so that a hung call does not keep the application's frames (and their locals)
+# ident -> where the other threads were when its call began (``company.others``): dropped when
+# the call is abandoned, so that a hung call does not keep the application's frames (and their
+# locals)
 _frames: dict[int, Any] = {}
-
-
-def _others(ident: int, caller: int | None) -> dict[int, tuple[Any, int]] | None:
-    """Where every other Python thread is (its innermost frame and instruction), the plugin
-    call's, its waiting caller's and the guard's workers aside; None if it cannot be read.
-
-    The frames are held until the call is compared, so that a frame object seen again after
-    the call is the same frame, not a new one at a reused address."""
-    try:
-        frames = sys._current_frames()
-        return {
-            t: (f, f.f_lasti)
-            for t, f in frames.items()
-            if t != ident and t != caller and t not in _plugin_threads
-        }
-    except Exception:  # pragma: no cover - an interpreter without it: assume they ran
-        return None
-
-
-def _waits() -> set[Any]:
-    """The code of standard-library functions that block once and return: a thread seen in
-    one of them, in the same frame at the same instruction before and after a call, waited
-    the whole call. (Not any frame: a loop around ``time.sleep`` comes back to the same
-    frame and instruction after running an iteration.)
-
-    Blind spot: a Python signal handler runs in the main thread even while it waits here
-    (the wait resumes at the same instruction after it, PEP 475), so an edit a handler makes
-    during the call is taken for the plugin's."""
-    codes = set()
-    for mod, cls, names in (
-        ("threading", "Condition", ("wait",)),
-        ("threading", "Thread", ("join", "_wait_for_tstate_lock")),
-        ("selectors", "SelectSelector", ("select",)),
-        ("selectors", "PollSelector", ("select",)),
-        ("selectors", "EpollSelector", ("select",)),
-        ("selectors", "KqueueSelector", ("select",)),
-    ):
-        owner = getattr(sys.modules.get(mod), cls, None)
-        for name in names:
-            code = getattr(getattr(owner, name, None), "__code__", None)
-            if code is not None:
-                codes.add(code)
-    return codes
-
-
-def _others_ran(before: dict[int, tuple[Any, int]] | None, ident: int, caller: int | None) -> bool:
-    """Whether another thread may have run Python code during the call: one started or
-    ended, or one not seen waiting in the same blocking call before and after it."""
-    after = _others(ident, caller)
-    if before is None or after is None or before.keys() != after.keys():
-        return True
-    if not before:
-        return False
-    waits = _waits()
-    return any(
-        after[t][0] is not f or after[t][1] != i or f.f_code not in waits
-        for t, (f, i) in before.items()
-    )
 
 
 def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _Outcome:
@@ -259,7 +203,7 @@ def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _
     outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
     state = _State() if outer is None else None
     if state is not None:
-        _frames[ident] = _others(ident, caller)
+        _frames[ident] = _company.others(ident, caller, _plugin_threads)
     _recorders[ident] = out.writes
     _running[ident] = deadline
     try:
@@ -284,7 +228,8 @@ def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _
     if state is not None:
         try:
             # an abandoned call's snapshot is gone: it is judged as not alone
-            alone = not _others_ran(_frames.pop(ident, None), ident, caller)
+            before = _frames.pop(ident, None)
+            alone = not _company.others_ran(before, ident, caller, _plugin_threads)
             out.edits, out.unsure = state.edits(out.writes, ident, alone)
         except Exception:  # pragma: no cover - a comparison must never fail the call
             out.edits = []
@@ -640,8 +585,6 @@ def _importing_elsewhere(ident: int) -> bool:
     """Whether a thread other than ``ident`` holds a module's import lock: it is running that
     module's import (read from the import system's table of module locks, where present). A
     worker abandoned for hanging does not count: its import may never end."""
-    import sys
-
     locks = getattr(sys.modules.get("_frozen_importlib"), "_module_locks", None)
     try:
         refs = list(locks.values()) if isinstance(locks, dict) else []

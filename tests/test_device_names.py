@@ -15,8 +15,8 @@ from coretest import Site, good_plugin
 
 from hwbackends import Host
 from hwbackends._base import guard
+from hwbackends._selection.order import device_names
 from hwbackends._selection.registry import Registry, Settings
-from hwbackends._selection.report import device_names
 
 HOST = Host.from_dict({"device_nodes": ["/dev/alpha0", "/dev/beta0"]})
 

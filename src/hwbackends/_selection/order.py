@@ -1,6 +1,7 @@
 """The candidates of a selection and the orders among them: the user's (``HWBACKENDS_BACKEND``
 as a list of preferences), a plugin's ``replaces`` of another backend name, and the warning
-when two available backends claim the same physical devices."""
+when two available backends claim the same physical devices; each backend's declared
+visibility variables, and its names for the machine's devices whatever this process sees."""
 
 from __future__ import annotations
 
@@ -19,12 +20,13 @@ from hwbackends._selection.report import BackendStatus
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, Literal
 
-    from hwbackends._base.protocol import Backend
+    from hwbackends._base.protocol import Backend, Device
     from hwbackends._discovery.scan import EntryPointSpec
     from hwbackends._machine.host import Host
+    from hwbackends._selection.report import SelectionReport
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
 
@@ -232,6 +234,18 @@ def preferred(settings: Settings, by_name: Mapping[str, list[EntryPointSpec]]) -
     return out
 
 
+def declared_variables(backend: Backend, name: str, limit: float | None) -> tuple[str, ...]:
+    """The visibility variables a backend declares (its rule's), read under the guard.
+
+    :raises Broken: when the declaration is not a rule, or reading it fails.
+    """
+    from hwbackends._base.guard import plain
+    from hwbackends._visibility.explain import rule_of
+
+    rule = guarded(f"{name}.visibility", lambda: rule_of(backend), timeout=limit, owner=name)
+    return tuple(plain(v) for v in rule.variables if isinstance(v, str))
+
+
 def visibility_of(
     backend: Backend, c: Candidate, env: Mapping[str, str], host: Host, limit: float | None
 ) -> tuple[Any, tuple[str, ...]]:
@@ -240,10 +254,9 @@ def visibility_of(
     A declaration that is not a rule, or a rule that fails, is the plugin's fault
     (``Broken``); a ``VisibilityError`` from reading the values is the user's, raised as is.
     """
-    from hwbackends._visibility.explain import explain_visibility, rule_of
+    from hwbackends._visibility.explain import explain_visibility
 
-    rule = guarded(f"{c.name}.visibility", lambda: rule_of(backend), timeout=limit, owner=c.name)
-    variables = tuple(v for v in rule.variables if isinstance(v, str))
+    variables = declared_variables(backend, c.name, limit)
     rep = guarded(
         f"the {c.name} visibility rule",
         lambda: explain_visibility(backend, env, host),
@@ -257,3 +270,51 @@ def visibility_of(
 def visible_vars(env: Mapping[str, str], vis_report: tuple[Any, tuple[str, ...]] | None) -> str:
     keys = [k for k in vis_report[1] if k in env] if vis_report is not None else []
     return ", ".join(f"{k}={env[k]!r}" for k in keys)
+
+
+def device_names(
+    report: SelectionReport,
+    env: Mapping[str, str],
+    load: Callable[[str], Any],
+    timeout: float | None,
+) -> dict[str, Device]:
+    """PCI bus id -> the ``Device`` its backend makes of it with that backend's visibility
+    variables unset: the machine's devices as their backends name them, whatever this
+    process sees. A device hidden by ``CUDA_VISIBLE_DEVICES``, or of a backend whose
+    software is missing, is still an H100; the hardware summary describes the machine.
+
+    Every probed backend: the chosen one first (its names are those of the device rows),
+    then those whose probe found hardware, each by name (a backend that does not support a
+    device, an integrated GPU say, still names it); one that is broken, disabled or fails
+    here is left out, and its devices keep the host's own names.
+
+    :param report: the selection whose candidates name the backends.
+    :param env: the environment of the selection; each backend's own visibility variables
+        are dropped from it.
+    :param load: the backend instance of a candidate, by name.
+    :param timeout: the plugin time limit of each call, in seconds (None: the default).
+    """
+    from hwbackends._base.errors import HwBackendsError
+    from hwbackends._selection.calls import _devices
+
+    names = {d.pci_bus_id: d for d in report.devices if d.pci_bus_id}
+    # only the vendors of devices this process does not see cost a plugin call
+    vendors = {d.vendor for d in report.host.devices if d.pci_bus_id not in names}
+    order = sorted(
+        report.candidates,
+        key=lambda c: (c.name != report.chosen, not (c.probe and c.probe.hardware_present), c.name),
+    )
+    for c in order:
+        if c.state in ("broken", "disabled", "not-probed") or c.vendor not in (None, *vendors):
+            continue
+        try:
+            backend = load(c.name)
+            drop = declared_variables(backend, c.name, timeout)
+            bare = {k: v for k, v in env.items() if k not in drop}
+            devices = _devices(backend, c.name, report.host, bare, timeout)
+        except (Broken, HwBackendsError):
+            continue
+        for d in devices:
+            if d.pci_bus_id and d.pci_bus_id not in names:
+                names[d.pci_bus_id] = d
+    return names

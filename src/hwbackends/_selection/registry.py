@@ -22,7 +22,6 @@ from hwbackends._base.errors import (
 from hwbackends._base.guard import (
     call_many,
     late_writes,
-    plain,
     refuse_nested,
 )
 from hwbackends._base.protocol import Device, Probe
@@ -44,7 +43,6 @@ from hwbackends._discovery.loading import (
     clash_error,
     clash_message,
     default_plugins,
-    guarded,
     resolve_claims,
 )
 from hwbackends._discovery.loading import (
@@ -55,6 +53,7 @@ from hwbackends._selection.calls import _devices
 from hwbackends._selection.calls import plugin_call as plugin_call  # imported from here too
 from hwbackends._selection.order import (
     Candidate,
+    declared_variables,
     none_preferred,
     preferred,
     probe_of,
@@ -591,7 +590,6 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
     (the node patterns and watch paths once, at load)."""
     from hwbackends._discovery.loading import meta_of
     from hwbackends._machine.evidence import WATCH
-    from hwbackends._visibility.explain import rule_of
 
     names: set[str] = set()
     paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
@@ -601,11 +599,8 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
         except Broken:  # a broken declaration: selection reports it
             continue
 
-        def variables(b: Backend = b) -> tuple[str, ...]:
-            return tuple(plain(v) for v in rule_of(b).variables if isinstance(v, str))
-
         try:  # noqa: SIM105 - contextlib is not imported on the selection path
-            names.update(guarded(f"{meta.name}.visibility", variables, owner=meta.name))
+            names.update(declared_variables(b, meta.name, None))
         except Broken:
             pass
         for p in meta.watch_paths:

@@ -7,7 +7,7 @@ from hwbackends._base.record import frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
     from typing import Any, Literal
 
     from hwbackends._base.protocol import Device, Probe
@@ -363,61 +363,6 @@ def hidden_backend(
         "physical_devices": total,
         "fix": fix,
     }
-
-
-def device_names(
-    report: SelectionReport,
-    env: Mapping[str, str],
-    load: Callable[[str], Any],
-    timeout: float | None,
-) -> dict[str, Device]:
-    """PCI bus id -> the ``Device`` its backend makes of it with that backend's visibility
-    variables unset: the machine's devices as their backends name them, whatever this
-    process sees. A device hidden by ``CUDA_VISIBLE_DEVICES``, or of a backend whose
-    software is missing, is still an H100; the hardware summary describes the machine.
-
-    Every probed backend: the chosen one first (its names are those of the device rows),
-    then those whose probe found hardware, each by name (a backend that does not support a
-    device, an integrated GPU say, still names it); one that is broken, disabled or fails
-    here is left out, and its devices keep the host's own names.
-
-    :param report: the selection whose candidates name the backends.
-    :param env: the environment of the selection; each backend's own visibility variables
-        are dropped from it.
-    :param load: the backend instance of a candidate, by name.
-    :param timeout: the plugin time limit of each call, in seconds (None: the default).
-    """
-    from functools import partial
-
-    from hwbackends._base.errors import HwBackendsError
-    from hwbackends._discovery.loading import Broken, guarded
-    from hwbackends._selection.calls import _devices
-    from hwbackends._visibility.explain import rule_of
-
-    names = {d.pci_bus_id: d for d in report.devices if d.pci_bus_id}
-    # only the vendors of devices this process does not see cost a plugin call
-    vendors = {d.vendor for d in report.host.devices if d.pci_bus_id not in names}
-    order = sorted(
-        report.candidates,
-        key=lambda c: (c.name != report.chosen, not (c.probe and c.probe.hardware_present), c.name),
-    )
-    for c in order:
-        if c.state in ("broken", "disabled", "not-probed") or c.vendor not in (None, *vendors):
-            continue
-        try:
-            backend = load(c.name)
-            rule = guarded(
-                f"{c.name}.visibility", partial(rule_of, backend), timeout=timeout, owner=c.name
-            )
-            drop = {v for v in rule.variables if isinstance(v, str)}
-            bare = {k: v for k, v in env.items() if k not in drop}
-            devices = _devices(backend, c.name, report.host, bare, timeout)
-        except (Broken, HwBackendsError):
-            continue
-        for d in devices:
-            if d.pci_bus_id and d.pci_bus_id not in names:
-                names[d.pci_bus_id] = d
-    return names
 
 
 def unusable_why(

@@ -69,8 +69,8 @@ def cmd_env(args: argparse.Namespace) -> int:
         emit(_json(d))
     else:
         from hwbackends._base.settings import Settings
+        from hwbackends._selection.order import device_names
         from hwbackends._selection.registry import get_from_report
-        from hwbackends._selection.report import device_names
 
         st = _Style(sys.stdout)
         view = _View(verbose=getattr(args, "verbose", False))

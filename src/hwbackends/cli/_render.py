@@ -282,14 +282,13 @@ def render_host(
         [
             str(i),
             d.vendor,
-            _named(d, used)[0]
-            or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
-            _named(d, used)[1],
+            name or (f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed"),
+            arch,
             d.pci_bus_id or "",
             _gib(d.memory_bytes),
             _found_by(d, driver=True),
         ]
-        for i, d in enumerate(h.devices)
+        for i, (d, (name, arch)) in enumerate((d, _named(d, used)) for d in h.devices)
     ]
     # Every PCI function of an accelerator vendor: the backends below decide which of
     # them are accelerators (a cloud VM's VGA function is listed here, not used there).

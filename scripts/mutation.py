@@ -62,11 +62,7 @@ SURVIVORS = ROOT / "tests" / "mutation-survivors.md"
 TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "versions": (
         ("_base/versions.py",),
-        (
-            "tests/test_planted_bugs.py",
-            "tests/test_records_and_versions.py",
-            "tests/test_accel_declarations.py",
-        ),
+        ("tests/test_records_and_versions.py", "tests/test_accel_declarations.py"),
     ),
     "guard": (
         ("_base/guard.py", "_base/company.py"),
@@ -81,23 +77,22 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "cache": (
         ("_selection/cache.py",),
-        ("tests/test_planted_bugs.py", "tests/test_cache_key.py", "tests/test_fast.py"),
+        ("tests/test_cache_key.py", "tests/test_fast.py"),
     ),
     "target": (
         ("_selection/target.py",),
         (
-            "tests/test_planted_bugs.py",
             "tests/test_target_device.py",
             "tests/test_rank_devices.py",
-            "tests/test_cli_errors.py::test_torch_fix_is_the_command_for_the_backend_build",
-            "tests/test_cli_errors.py::test_torch_fix_follows_the_devices_wheel_index",
+            "tests/test_advice.py::test_torch_fix_is_the_command_for_the_backend_build",
+            "tests/test_advice.py::test_torch_fix_follows_the_devices_wheel_index",
             "tests/integrations/test_simulated_hosts.py",
         ),
     ),
     "launch": (
         ("_integrations/launch.py",),
         (
-            "tests/test_planted_bugs.py",
+            "tests/test_rank_devices.py",
             "tests/test_launch_detection.py",
             "tests/test_launch_env.py",
         ),

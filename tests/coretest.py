@@ -20,6 +20,11 @@ from hwbackends._selection import registry as _registry
 from hwbackends._selection.registry import Registry
 
 HOSTS = Path(__file__).parent / "hosts"
+PLUGINS = Path(__file__).resolve().parent.parent / "plugins"
+#: For modules whose tests read the in-repo plugins' host files.
+needs_plugins = pytest.mark.skipif(
+    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
+)
 _T = TypeVar("_T")
 
 
@@ -153,6 +158,15 @@ def clean_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
     env.update(extra)
     return env
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    """``hwbackends ARGV`` in this process: the exit code, standard output and error."""
+    from hwbackends.cli import main
+
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
 
 
 def run_python(

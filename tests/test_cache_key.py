@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from coretest import pci_function
 
 import hwbackends
 from hwbackends._selection import cache
@@ -333,3 +334,79 @@ def test_the_sixteen_most_recent_answers_are_kept(
         assert lookup("0") == "miss"  # the oldest was dropped
     finally:
         hwbackends.reset()
+
+
+def fake_root(tmp_path: Path) -> Path:
+    for d in ("sys/bus/pci/devices", "dev", "sys/module"):
+        (tmp_path / d).mkdir(parents=True)
+    return tmp_path
+
+
+def test_a_new_pci_device_changes_the_cache_key(tmp_path: Path) -> None:
+    """Bug: the fingerprint without the PCI list (a new GPU did not invalidate the cache)."""
+    root = fake_root(tmp_path)
+    before = cache._key(cache.fingerprint(str(root)))
+    pci_function(root, "0000:41:00.0", "0x10de", "0x2330", "0x030200")
+    assert cache._key(cache.fingerprint(str(root))) != before
+
+
+def test_a_new_dev_node_changes_the_cache_key(tmp_path: Path) -> None:
+    """Bug: the fingerprint without the /dev listing (a driver's node appearing after boot)."""
+    root = fake_root(tmp_path)
+    before = cache._key(cache.fingerprint(str(root)))
+    (root / "dev" / "nvidia0").write_text("")
+    assert cache._key(cache.fingerprint(str(root))) != before
+
+
+def test_a_loaded_kernel_module_changes_the_cache_key(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    before = cache._key(cache.fingerprint(str(root)))
+    (root / "sys/module/amdgpu").mkdir()
+    assert cache._key(cache.fingerprint(str(root))) != before
+
+
+def test_the_machine_part_of_the_key_is_stable(tmp_path: Path) -> None:
+    """The other side: nothing changed, the same key (else the cache never hits)."""
+    root = fake_root(tmp_path)
+    pci_function(root, "0000:41:00.0", "0x10de", "0x2330", "0x030200")
+    assert cache._key(cache.fingerprint(str(root))) == cache._key(cache.fingerprint(str(root)))
+
+
+def test_a_driver_version_change_changes_the_watched_detail(tmp_path: Path) -> None:
+    """Bug: the cache key without the watched driver paths (a driver upgrade did not
+    invalidate). The path is the one the cuda plugin declares; loading a new driver module
+    makes a new /proc file, so its modification time changes (set explicitly here: two writes
+    within one clock tick may share a time)."""
+    from hwbackends_cuda import CudaBackend
+
+    assert "proc/driver/nvidia/version" in CudaBackend.watch_paths
+    root = fake_root(tmp_path)
+    version = root / "proc/driver/nvidia/version"
+    version.parent.mkdir(parents=True)
+    version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.133.20\n")
+    os.utime(version, ns=(1_700_000_000_000_000_000, 1_700_000_000_000_000_000))
+    watch = ((), tuple(CudaBackend.watch_paths))
+    before = cache._key(cache.detail(watch, str(root)))
+    assert cache._key(cache.detail(watch, str(root))) == before
+    version.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  575.51.03\n")
+    os.utime(version, ns=(1_700_000_100_000_000_000, 1_700_000_100_000_000_000))
+    assert cache._key(cache.detail(watch, str(root))) != before
+
+
+def test_a_new_node_in_a_watched_dev_folder_changes_the_watched_detail(tmp_path: Path) -> None:
+    root = fake_root(tmp_path)
+    (root / "dev/dri").mkdir()
+    watch = ((), ("dev/dri",))
+    before = cache._key(cache.detail(watch, str(root)))
+    (root / "dev/dri/renderD128").write_text("")
+    os.utime(root / "dev/dri", ns=(1, 1))  # the listing alone must tell, whatever the mtime
+    after = cache._key(cache.detail(watch, str(root)))
+    assert after != before
+
+
+def test_a_watched_variable_changes_the_watched_detail(monkeypatch: pytest.MonkeyPatch) -> None:
+    watch = (("CUDA_DEVICE_ORDER",), ())
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    before = cache._key(cache.detail(watch))
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    assert cache._key(cache.detail(watch)) != before

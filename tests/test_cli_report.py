@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from coretest import as_installed
+from coretest import as_installed, clean_env, run_python
 
 ROOT = Path(__file__).resolve().parent.parent
 EIGHT = str(ROOT / "docs" / "hosts" / "eight-h100.json")
@@ -176,7 +176,7 @@ def test_a_cut_short_visibility_list_is_a_warning_in_env() -> None:
 def test_env_fits_one_screen_on_an_eight_gpu_host() -> None:
     out = cli("env", "--host", EIGHT).stdout.decode()
     lines = out.splitlines()
-    # 55: 80 columns wrap more than the 100 this was first measured at (issue 23)
+    # 55: 80 columns wrap more than the 100 this was first measured at
     assert len(lines) <= 55, out
     assert max(len(line) for line in lines) <= 80, out
     # sources are for --verbose; the Install line's torch index is a command, not a source
@@ -219,7 +219,7 @@ def test_many_devices_in_order_are_one_row() -> None:
     trn2 = ROOT / "plugins" / "hwbackends-neuron" / "tests" / "hosts" / "trn2_48xlarge.json"
     out = cli("env", "--host", str(trn2)).stdout.decode()
     assert "  neuron:0-63  →  0-63  AWS Trainium2  trn2  64 devices  32 GiB" in out.splitlines()
-    assert len(out.splitlines()) <= 55  # 80 columns (issue 23)
+    assert len(out.splitlines()) <= 55  # 80 columns
 
 
 # -- item 6: the versions peers print ------------------------------------------------------
@@ -379,3 +379,34 @@ def test_every_host_file_error_names_the_file_and_the_fix(tmp_path: Path, text: 
     err = proc.stderr.decode()
     assert proc.returncode == 2, err
     assert host in err and "Fix: " in err and err.count("\n") == 1, err
+
+
+def run_cli(
+    *args: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "hwbackends", *args, env=env, timeout=timeout)
+
+
+def test_control_characters_from_the_machine_are_escaped_in_terminal_output(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "host.json"
+    f.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "vendor": "nvidia",
+                        "pci_device_id": "0x2330",
+                        "name": "\x1b[31mRED\x1b[0m GPU\x07",
+                    }
+                ],
+                "cpu": {"model": "\x1b[2Jclear\x9b"},
+            }
+        )
+    )
+    for command in ("env", "devices", "explain"):
+        out = run_cli(command, "--host", str(f), env=clean_env())
+        assert out.returncode in (0, 1), out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\x9b" not in out.stdout
+    assert "\\x1b[31mRED" in run_cli("env", "--host", str(f), env=clean_env()).stdout

@@ -1,4 +1,4 @@
-"""Hidden devices (issue 23, item 2): when the visibility variables leave a backend with
+"""Hidden devices: when the visibility variables leave a backend with
 hardware no device, every surface (``devices``, ``env``, ``env --verbose``, ``explain``, each
 with ``--json``, and ``hwbackends.explain()``) carries the engine's reason for each entry and
 the fix, and none prints a line that contradicts it (the cpu backend's "all 0 device(s) are
@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+from coretest import needs_plugins
 
 from hwbackends import Host, explain
 from hwbackends.cli import main
@@ -22,9 +23,7 @@ HOSTS = {
     "mi300x": PLUGINS / "hwbackends-rocm" / "tests" / "hosts" / "mi300x-8.json",
 }
 
-pytestmark = pytest.mark.skipif(
-    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
-)
+pytestmark = needs_plugins
 
 # (host, variables, backend, a fragment of the engine's per-entry reason, devices the host has)
 CASES = [

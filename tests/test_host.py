@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
+from coretest import clean_env, run_python
 
 from hwbackends import Host, HostFileError
 from hwbackends._machine.host import normalize_dist_name
@@ -176,3 +179,54 @@ def test_host_file_errors(tmp_path: Path) -> None:
         Host.from_file(bad)
     with pytest.raises(HostFileError, match=r"does not exist\. Expected a path to a JSON host"):
         Host.from_file(tmp_path / "missing.json")
+
+
+def cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "hwbackends", *args, env=env, timeout=timeout)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "zero"])
+def test_cpuinfo_under_root_that_is_a_fifo_or_dev_zero_neither_hangs_nor_grows(
+    tmp_path: Path, kind: str
+) -> None:
+    proc = tmp_path / "root/proc"
+    proc.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(proc / "cpuinfo")
+    else:
+        (proc / "cpuinfo").symlink_to("/dev/zero")
+    (proc / "meminfo").symlink_to("/dev/zero")
+    code = (
+        "import resource, sys\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (1 << 31, 1 << 31))\n"
+        "from hwbackends import Host\n"
+        f"h = Host.from_system(root={str(tmp_path / 'root')!r}, backends=[])\n"
+        "print(repr(h.cpu.model), h.memory_bytes)\n"
+    )
+    out = run_python("-c", code, env=clean_env(), timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["''", "None"]
+
+
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ('{"memory_bytes": ' + "9" * 4000 + "}", "up to 2**64 or null, got a number of 4000"),
+        (
+            '{"devices": [{"vendor": "nvidia", "memory_bytes": 1' + "0" * 30 + "}]}",
+            "memory_bytes must be a non-negative integer up to 2**64",
+        ),
+        ('{"devices": [{"vendor": "nvidia", "extra": {"x": NaN}}]}', "it holds NaN"),
+        ('{"memory_bytes": Infinity}', "it holds Infinity"),
+    ],
+)
+def test_huge_sizes_and_nan_in_host_files_exit_2_with_a_message(
+    tmp_path: Path, data: str, message: str
+) -> None:
+    f = tmp_path / "host.json"
+    f.write_text(data)
+    for command in (("env",), ("explain", "--json")):
+        out = cli(*command, "--host", str(f), env=clean_env())
+        assert out.returncode == 2, out.stdout + out.stderr
+        assert message in out.stderr and "internal error" not in out.stderr

@@ -1,4 +1,4 @@
-"""The install story as written (issue 23, item 4): the README's set-up and "Use it with
+"""The install story as written: the README's set-up and "Use it with
 Transformers" blocks and the Quickstart's install block, run verbatim in a fresh venv built
 in a copy of this checkout, give a working Transformers + Accelerate + torch for this machine,
 and ``hwbackends env`` then prints the same install line the docs give.

@@ -189,7 +189,7 @@ def test_slurm_plan_needs_no_endpoint_across_nodes() -> None:
         launch_plan(2, nnodes=3, env=env, script=["t.py"])
 
 
-# -- precedence: the process's own launcher wins over the allocation (issue 22) ------------
+# -- precedence: the process's own launcher wins over the allocation ------------
 
 # sbatch(1) OUTPUT ENVIRONMENT VARIABLES (slurm-26-05-3-1): a batch shell of --ntasks=3 has
 # task 0's SLURM_PROCID/SLURM_LOCALID but none of the SLURM_STEP_* that srun sets per task.

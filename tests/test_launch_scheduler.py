@@ -1,4 +1,4 @@
-"""Launch plans fit the scheduler (issue 23, item 3): an sbatch script never sets a visibility
+"""Launch plans fit the scheduler: an sbatch script never sets a visibility
 variable (Slurm sets it per step from the job's GRES allocation) and requests the devices
 instead; a batch or multi-node plan made where the accelerator is not (a login node), or for a
 named backend whose hardware is elsewhere, carries a warning with the fix, on stderr and in
@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
+from coretest import needs_plugins, run_main
 
 from hwbackends import Host
 from hwbackends._base.errors import BackendUnavailableError
-from hwbackends.cli import main
 from hwbackends.distributed import launch_plan
 from hwbackends.visibility import variables_for
 
@@ -24,15 +24,7 @@ H100 = str(PLUGINS / "hwbackends-cuda" / "tests" / "hosts" / "h100-sxm-8.json")
 LOGIN = str(ROOT / "tests" / "hosts" / "dummy-box.json")  # no accelerator: a login node
 ALL_HOSTS = sorted(p for p in PLUGINS.glob("hwbackends-*/tests/hosts/*.json"))
 
-pytestmark = pytest.mark.skipif(
-    not (PLUGINS / "hwbackends-cuda").exists(), reason="the in-repo GPU plugins are needed"
-)
-
-
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+pytestmark = needs_plugins
 
 
 def assigned(script: str) -> set[str]:
@@ -64,7 +56,7 @@ def test_gpu_sbatch_requests_the_gpus_and_says_slurm_sets_the_variable(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     for style in ("slurm", "slurm-torchrun"):
-        code, out, err = run(
+        code, out, err = run_main(
             capsys, "launch-plan", "--scheduler", style, "--nnodes", "2", "--host", H100
         )
         assert code == 0 and err == ""
@@ -76,17 +68,19 @@ def test_gpu_sbatch_requests_the_gpus_and_says_slurm_sets_the_variable(
 
 
 def test_a_login_node_plan_warns_with_the_fix(capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, err = run(capsys, "launch-plan", "--scheduler", "slurm", "--nnodes", "2",
+    code, out, err = run_main(capsys, "launch-plan", "--scheduler", "slurm", "--nnodes", "2",
                          "--host", LOGIN)  # fmt: skip
     assert code == 0 and "#SBATCH --ntasks-per-node=1" in out
     flat = " ".join(err.split())
     assert flat.startswith("hwbackends: warning: an sbatch script for the cpu backend")
     assert "--host FILE" in flat and "--backend NAME --nproc-per-node N" in flat
-    code, out, _ = run(capsys, "launch-plan", "--json", "--scheduler", "slurm", "--host", LOGIN)
+    code, out, _ = run_main(
+        capsys, "launch-plan", "--json", "--scheduler", "slurm", "--host", LOGIN
+    )
     (w,) = json.loads(out)["warnings"]
     assert "login node" in w and "--backend NAME --nproc-per-node N" in w
     # a multi-node torchrun plan made on the login node warns too, in the text report
-    code, out, _ = run(capsys, "launch-plan", "--nnodes", "2", "--rdzv-endpoint", "n0:29500",
+    code, out, _ = run_main(capsys, "launch-plan", "--nnodes", "2", "--rdzv-endpoint", "n0:29500",
                        "--host", LOGIN)  # fmt: skip
     assert "Warnings" in out and "a 2-node plan for the cpu backend" in " ".join(out.split())
     plan = launch_plan(nnodes=2, scheduler="slurm", host=Host.from_file(LOGIN), env={})
@@ -99,19 +93,19 @@ def test_a_named_backend_without_hardware_here_is_planned_with_a_warning(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     argv = ["launch-plan", "--scheduler", "slurm", "--nnodes", "2", "--host", LOGIN]
-    code, out, err = run(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4")
+    code, out, err = run_main(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4")
     assert code == 0
     assert "#SBATCH --gpus-per-node=4" in out and "#SBATCH --ntasks-per-node=4" in out
     flat = " ".join(err.split())
     assert "warning: this machine has no usable cuda hardware" in flat
     assert "--host FILE" in flat
-    code, out, _ = run(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4", "--json")
+    code, out, _ = run_main(capsys, *argv, "--backend", "cuda", "--nproc-per-node", "4", "--json")
     d = json.loads(out)
     assert d["backend"] == "cuda" and d["collective"] == "nccl" and d["problems"] == []
     assert [r["torch_device"] for r in d["ranks"]] == ["cuda:0", "cuda:1", "cuda:2", "cuda:3"]
     assert len(d["warnings"]) == 1
     # without the count there is nothing to plan with: refused, naming the option
-    code, _, err = run(capsys, *argv, "--backend", "cuda")
+    code, _, err = run_main(capsys, *argv, "--backend", "cuda")
     assert code == 2 and "--nproc-per-node N" in err
     with pytest.raises(BackendUnavailableError, match="nproc_per_node=N"):
         launch_plan(nnodes=2, scheduler="slurm", backend="cuda", host=Host.from_file(LOGIN))

@@ -1,4 +1,4 @@
-"""A rank's device (issue 23, item 1): the local rank of every launcher style picks its own
+"""A rank's device: the local rank of every launcher style picks its own
 visible device, and a rank with none (at or past the visible count, negative, not a number) is
 refused by ``pretrained_kwargs``, ``training_kwargs``, ``init_process_group`` and ``env``:
 never a silent ``cuda:0`` shared by every rank past the end.
@@ -13,11 +13,12 @@ import json
 from pathlib import Path
 
 import pytest
+from coretest import run_main
 
 from hwbackends import Host
-from hwbackends._selection.target import RankError
+from hwbackends._integrations.rank import process_rank
+from hwbackends._selection.target import RankError, resolve_target
 from hwbackends.accelerate import training_kwargs
-from hwbackends.cli import main
 from hwbackends.distributed import init_process_group
 from hwbackends.transformers import plan_pretrained, pretrained_kwargs
 
@@ -198,12 +199,6 @@ def test_init_process_group_refuses_before_joining(
     assert joined == []
 
 
-def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
 def env_args(env: dict[str, str]) -> list[str]:
     return [a for k, v in env.items() for a in ("--env", f"{k}={v}")]
 
@@ -213,14 +208,14 @@ def test_env_names_the_rank_the_count_and_the_fix(
     style: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     env = {**VISIBLE, **launcher_env(style, 5)}
-    code, out, _ = run(capsys, "env", "--host", H100, *env_args(env))
+    code, out, _ = run_main(capsys, "env", "--host", H100, *env_args(env))
     assert code == 0
     flat = " ".join(out.split())
     assert "device_map='cuda:0'" not in flat
     assert "Recommended settings none for this process: local rank 5" in flat
     assert "! local rank 5" in flat and "this process sees 4" in flat
     assert "start at most 4 process(es) per node" in flat
-    code, out, _ = run(capsys, "env", "--json", "--host", H100, *env_args(env))
+    code, out, _ = run_main(capsys, "env", "--json", "--host", H100, *env_args(env))
     d = json.loads(out)
     assert d["settings"]["from_pretrained"] is None
     assert d["settings"]["error"]["what"].startswith("local rank 5")
@@ -229,16 +224,78 @@ def test_env_names_the_rank_the_count_and_the_fix(
 
 def test_env_cli_with_local_rank_3_and_each_bad_value(capsys: pytest.CaptureFixture[str]) -> None:
     args = [*env_args(VISIBLE), "--env", "LOCAL_RANK=3"]
-    code, out, _ = run(capsys, "env", "--json", "--host", H100, *args)
+    code, out, _ = run_main(capsys, "env", "--json", "--host", H100, *args)
     assert code == 0
     assert json.loads(out)["settings"]["from_pretrained"]["kwargs"]["device_map"] == "cuda:3"
     for bad in ("5", "7", "x", "-3"):
         args = [*env_args(VISIBLE), "--env", f"LOCAL_RANK={bad}"]
-        _, out, _ = run(capsys, "env", "--json", "--host", H100, *args)
+        _, out, _ = run_main(capsys, "env", "--json", "--host", H100, *args)
         d = json.loads(out)
         assert d["settings"]["from_pretrained"] is None, bad
         assert "LOCAL_RANK" in d["settings"]["error"]["what"]
-    _, out, _ = run(
+    _, out, _ = run_main(
         capsys, "env", "--json", "--host", H100, *env_args(VISIBLE), "--env", "LOCAL_RANK=-1"
     )
     assert json.loads(out)["settings"]["from_pretrained"]["kwargs"]["device_map"] == "auto"
+
+
+ROOT = Path(__file__).resolve().parents[1]
+H100_8 = ROOT / "plugins/hwbackends-cuda/tests/hosts/h100-sxm-8.json"
+
+
+def torchrun_env(local: int, **extra: str) -> dict[str, str]:
+    """What torchrun sets for local rank ``local`` on the second of two 8-process nodes
+    (https://docs.pytorch.org/docs/stable/elastic/run.html, "Environment Variables")."""
+    return {
+        "RANK": str(8 + local),
+        "WORLD_SIZE": "16",
+        "LOCAL_RANK": str(local),
+        "LOCAL_WORLD_SIZE": "8",
+        "MASTER_ADDR": "10.0.0.1",
+        "MASTER_PORT": "29500",
+        **extra,
+    }
+
+
+@pytest.mark.parametrize("local", [0, 3, 7])
+def test_local_rank_selects_its_own_device_on_an_eight_gpu_host(local: int) -> None:
+    """Bug: LOCAL_RANK ignored (every rank on cuda:0) or off by one (rank 3 on cuda:4)."""
+    host = Host.from_file(H100_8)
+    env = torchrun_env(local)
+    assert pretrained_kwargs(host=host, env=env)["device_map"] == f"cuda:{local}"
+    plan = plan_pretrained(host=host, env=env)
+    assert plan.device is not None and plan.device.torch_device == f"cuda:{local}"
+    t = resolve_target(host=host, env=env, rank_of=process_rank)
+    assert t.device is not None and (t.device.index, t.device.torch_device) == (
+        local,
+        f"cuda:{local}",
+    )
+
+
+def test_local_rank_counts_among_the_visible_devices() -> None:
+    """LOCAL_RANK is a logical index: with physical GPUs 4-7 visible, rank 3 is cuda:3, the
+    physical GPU 7 (torchrun's model: every rank of a node sees the same devices)."""
+    host = Host.from_file(H100_8)
+    env = torchrun_env(3, CUDA_VISIBLE_DEVICES="4,5,6,7")
+    t = resolve_target(host=host, env=env, rank_of=process_rank)
+    assert t.device is not None
+    assert (t.device.torch_device, t.device.physical_index) == ("cuda:3", 7)
+    assert pretrained_kwargs(host=host, env=env)["device_map"] == "cuda:3"
+
+
+def test_init_process_group_binds_the_rank_to_its_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    """init_process_group under torchrun on the 8-GPU host: the rank is bound to device
+    LOCAL_RANK before the group forms, and the group gets the launcher's rank and world."""
+    import torch
+    import torch.distributed as dist
+
+    bound: list[int] = []
+    groups: list[dict[str, object]] = []
+    monkeypatch.setattr(torch.accelerator, "set_device_index", bound.append)
+    monkeypatch.setattr(dist, "init_process_group", lambda **kw: groups.append(kw))
+    host = Host.from_file(H100_8)
+    assert init_process_group(host=host, env=torchrun_env(3)) == "nccl"
+    assert bound == [3]
+    (kw,) = groups
+    assert (kw["backend"], kw["rank"], kw["world_size"]) == ("nccl", 11, 16)
+    assert kw["init_method"] == "tcp://10.0.0.1:29500"

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from packaging.version import Version
 
-from hwbackends import Device, Probe
+from hwbackends import Device, Host, Probe
 from hwbackends._base.record import field, frozen, mutable, replace
 from hwbackends._base.versions import _plain_order, version_in_range
 
@@ -149,7 +149,6 @@ def test_a_torch_build_without_a_known_wheel_index_is_an_error() -> None:
 
 
 def test_why_a_torch_cannot_drive_a_device() -> None:
-    from hwbackends import Host
     from hwbackends._base.versions import describes_drivers, torch_build_problem
 
     cu128 = "pip install torch --index-url https://download.pytorch.org/whl/cu128"
@@ -167,3 +166,31 @@ def test_why_a_torch_cannot_drive_a_device() -> None:
     assert describes_drivers(Host.from_dict({"devices": [], "drivers": {"nvidia": "570.1"}}))
     assert describes_drivers(Host.from_dict({"devices": [], "device_nodes": ["nvidia0"]}))
     assert describes_drivers(Host.from_system("/nonexistent-root", path=[], backends=[]))
+
+
+def test_trailing_zeros_do_not_change_a_version() -> None:
+    """Bug: 2.8 and 2.8.0 compared as different versions. PEP 440, "Release segment": "1.0"
+    and "1.0.0" are equal (https://peps.python.org/pep-0440/#release-segment)."""
+    assert version_in_range("2.8", "2.8.0") is True
+    assert version_in_range("2.8.0", "2.8") is True
+    assert version_in_range("2.8.0.0", "2.8", "2.8.0.1") is True
+    assert version_in_range("2.8", "2.7", "2.8.0") is False  # the high bound is excluded
+    assert version_in_range("2.8.0+cu128", "2.8", "2.9.0") is True
+
+
+release_parts = st.lists(st.integers(0, 30), min_size=1, max_size=4)
+
+
+@given(release_parts, release_parts, st.integers(0, 3), st.integers(0, 3))
+def test_padding_with_zeros_never_changes_an_answer(
+    v: list[int], low: list[int], pad_v: int, pad_low: int
+) -> None:
+    """Trailing-zero variants of both sides, generated explicitly, agree with packaging."""
+    from packaging.version import Version
+
+    def text(parts: list[int], pad: int) -> str:
+        return ".".join(map(str, [*parts, *[0] * pad]))
+
+    version, bound = text(v, pad_v), text(low, pad_low)
+    assert version_in_range(version, bound) is (Version(version) >= Version(bound))
+    assert version_in_range(version, text(v, 0)) is True

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
+from pathlib import Path
 
 import pytest
-from coretest import Site, good_plugin, refresh
+from coretest import Site, clean_env, good_plugin, refresh, run_python
 
 import hwbackends
 from hwbackends import Host
-from hwbackends._selection.registry import Registry, Settings
+from hwbackends._base.settings import Settings
+from hwbackends._selection.registry import Registry
 
 HOST_WITH = Host.from_dict({"device_nodes": ["/dev/alpha0", "/dev/beta0"]})
 BARE = Host.from_dict({})
@@ -343,3 +346,30 @@ def test_hidden_devices_fall_back_to_cpu_and_say_so(site: Site) -> None:
         r"present, but the visibility variables hide every device",
     ):
         select(site, {"HWBACKENDS_BACKEND": "alpha", "ALPHA_VISIBLE_DEVICES": ""})
+
+
+def test_the_builtin_cpu_is_never_subject_to_the_plugin_time_limit(tmp_path: Path) -> None:
+    s = Site(tmp_path / "site")
+    s.path.mkdir()
+    s.add_plugin(
+        "acme",
+        good_plugin("acme", 90)
+        + "    def probe(self, host):\n        import time\n        time.sleep(1)\n"
+        + "        return super().probe(host)\n",
+    )
+    # the cpu built-in is slowed past the limit as well: it must still be chosen
+    env = clean_env(PYTHONPATH=str(s.path), HWBACKENDS_NO_CACHE="1", HWBACKENDS_TIMEOUT="0.01")
+    code = (
+        "import json, time, hwbackends\n"
+        "from hwbackends._kit.cpu import CpuBackend\n"
+        "slow = CpuBackend.probe\n"
+        "def probe(self, host):\n"
+        "    time.sleep(0.2)\n"
+        "    return slow(self, host)\n"
+        "CpuBackend.probe = probe\n"
+        "r = hwbackends.explain()\n"
+        "print(json.dumps({'chosen': r.chosen, 'acme': r.status('acme').state}))\n"
+    )
+    out = run_python("-c", code, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {"chosen": "cpu", "acme": "broken"}

@@ -1,4 +1,4 @@
-"""Every function docs/api.md lists under Integrations exists (issue 13, item 11)."""
+"""Every function docs/api.md lists under Integrations exists."""
 
 from __future__ import annotations
 

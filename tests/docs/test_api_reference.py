@@ -1,4 +1,4 @@
-"""The API reference is complete (issue 23, item 9 of the report): every public name,
+"""The API reference is complete: every public name,
 parameter, field, attribute and method has a docstring, and the generated reference shows each
 of them with its meaning; Literal aliases are types, long tables are tables."""
 

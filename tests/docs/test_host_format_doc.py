@@ -1,5 +1,5 @@
-"""The host-file tables of the Concepts page name every field a host file accepts (issue 23,
-item 9: ``python`` and ``memory_bytes`` were missing)."""
+"""The host-file tables of the Concepts page name every field a host file accepts
+(``python`` and ``memory_bytes`` were once missing)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``training_kwargs()`` and ``detect_launch()`` next to Accelerate's own decisions (issue 22).
+"""``training_kwargs()`` and ``detect_launch()`` next to Accelerate's own decisions.
 
 For every environment set of a grid (launcher variables of torchrun, MPI and Slurm, alone
 and mixed, with the spellings ``int()`` accepts), a subprocess runs the real
@@ -174,7 +174,7 @@ def test_training_kwargs_never_break_what_works_without_them(
         if plain["ok"] != ours["ok"] or plain.get("error") != ours.get("error") or not same_group:
             worse.append(r)
     assert not worse, json.dumps(worse[:3], indent=1)
-    # LOCAL_RANK=-1 alone (issue 22, item 3): works, no group, no ddp_backend
+    # LOCAL_RANK=-1 alone: works, no group, no ddp_backend
     (minus_one,) = [r for r in outcomes if r["case"] == {**BASE, "LOCAL_RANK": "-1"}]
     assert minus_one["ours"] == {"ok": True, "group": None}
     assert "ddp_backend" not in minus_one["kwargs"]  # type: ignore[operator]

@@ -1,5 +1,5 @@
 """Cluster environments: detect_launch() under each one's documented variables, a real gloo
-group from them, and the same sets read by Lightning's own detectors (issue 22).
+group from them, and the same sets read by Lightning's own detectors.
 
 Each set cites where its variables come from (docs/reference/launchers.md §2).
 """

@@ -103,7 +103,7 @@ def test_printed_launch_commands_start_two_ranks(tmp_path: Path, launcher: str) 
         out.mkdir()
         line = printed_plan(tmp_path, out, port)[launcher]
         if launcher == "accelerate":
-            # the one-process launcher behind --cpu would start a single rank (issue 13, item 1)
+            # the one-process launcher behind --cpu would start a single rank
             assert line.startswith("ACCELERATE_USE_CPU=true accelerate launch --num_processes 2 ")
             assert "--multi_gpu" in line and "--cpu" not in line
         run_shell(line, base_env(tmp_path))
@@ -303,7 +303,7 @@ def test_sbatch_requests_devices_and_leaves_visibility_to_slurm() -> None:
     assert "--num_processes 4 --multi_gpu --num_machines 2 --machine_rank 0" in plan.accelerate
 
 
-# -- real job shapes inside a Slurm allocation (issue 22) ---------------------------------
+# -- real job shapes inside a Slurm allocation ---------------------------------
 
 MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (dev group)
 

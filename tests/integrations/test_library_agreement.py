@@ -1,4 +1,4 @@
-"""hwbackends' verdicts held next to the installed libraries' own (issue 13, items 3–9).
+"""hwbackends' verdicts held next to the installed libraries' own.
 
 Each test calls the rule inside Transformers, kernels or Accelerate that decides the same
 question on this CPU, so a release that changes the rule fails here, not for a user.
@@ -149,7 +149,7 @@ def test_attention_names_agree_with_transformers(tiny_model: Any, case: str) -> 
 
 
 def test_paged_eager_is_refused_unless_generation_with_a_paged_cache_was_asked() -> None:
-    """paged|eager loads, and then an ordinary forward fails (issue 22, item 6)."""
+    """paged|eager loads, and then an ordinary forward fails."""
     import torch
 
     model = transformers.LlamaForCausalLM(tiny_llama_config())

@@ -1,4 +1,4 @@
-"""A backend may refuse any ``attn_implementation`` name, with its reason (issue 24 item 6)."""
+"""A backend may refuse any ``attn_implementation`` name, with its reason."""
 
 from __future__ import annotations
 

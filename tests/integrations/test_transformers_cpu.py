@@ -169,7 +169,7 @@ def test_smoke_command_on_this_cpu() -> None:
     assert set(d["timings_s"]) == {"plan", "import", "build", "load", "generate", "train"}
     assert len(d["tokens"]) == 5 and d["loss"] > 0
     assert d["settings"]["attn_implementation"] == "sdpa"
-    # smoke runs what env recommends (issue 23, item 7), kernels included, and says so
+    # smoke runs what env recommends, kernels included, and says so
     rec = subprocess.run(
         [sys.executable, "-m", "hwbackends", "env", "--json"],
         capture_output=True, text=True, env=env, timeout=120,

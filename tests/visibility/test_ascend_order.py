@@ -1,4 +1,4 @@
-"""Ascend with descending ids (issue 13, item 10): the sources disagree, so say so."""
+"""Ascend with descending ids: the sources disagree, so say so."""
 
 from __future__ import annotations
 

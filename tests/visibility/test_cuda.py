@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
+from coretest import clean_env, run_python
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -354,3 +357,62 @@ def test_writer_pins_pci_order(selection: list[int], fastest: list[int]) -> None
     report = explain_visibility("cuda", env, host)
     assert report.physical == selection
     assert not report.uncertain
+
+
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+H100 = Host.from_file(PLUGINS / "hwbackends-cuda/tests/hosts/h100-sxm-8.json")
+MIG = Host.from_file(PLUGINS / "hwbackends-cuda/tests/hosts/a100-mig.json")
+GPU0 = "GPU-5a88edbe-1c3a-4d5e-8f90-0a1b2c3d4e5f"  # the MIG-enabled GPU of a100-mig.json
+
+
+def test_identical_gpus_in_fastest_first_order_are_in_pci_order() -> None:
+    rep = explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": "1"}, H100)
+    assert any(s.startswith("FASTEST_FIRST with identical GPUs: assumed equal to PCI bus order")
+               for s in rep.steps), rep.steps  # fmt: skip
+    one = Host.from_dict({**H100.to_dict(), "devices": H100.to_dict()["devices"][:1]})
+    alone = explain_visibility("cuda", {}, one)
+    assert not any("identical GPUs" in s for s in alone.steps)  # one GPU: nothing to order
+
+
+@pytest.mark.parametrize(
+    ("ids", "reason"),
+    [("1/0", "is MIG instance"), ("123456789/0", "names no MIG instance gi=123456789 ci=0"),
+     ("1234567890/0", "names no MIG instance"), ("1/1234567890", "names no MIG instance")],
+)  # fmt: skip
+def test_mig_instance_ids_of_ten_digits_name_nothing(ids: str, reason: str) -> None:
+    rep = explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": f"MIG-{GPU0}/{ids}"}, MIG)
+    text = " ".join(rep.steps)
+    assert reason in text, rep.steps
+    if ids.startswith("1234567890") or ids.endswith("1234567890"):
+        assert "gi=" not in text  # refused before it is read as a number
+
+
+def test_text_after_a_device_number_is_noted() -> None:
+    """strtoul reads "1abc" as 1 and stops at "abc" (C11 7.22.1.4); "1" alone has no note."""
+    noted = explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": "1abc"}, H100)
+    assert any("(strtoul stops at 'abc')" in s for s in noted.steps), noted.steps
+    assert noted.physical == [1]
+    plain = explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": "1"}, H100)
+    assert not any("strtoul stops" in s for s in plain.steps)
+
+
+EIGHT_H100 = Path(__file__).resolve().parents[2] / "docs/hosts/eight-h100.json"
+
+
+def cli(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "hwbackends", *args, env=env, timeout=timeout)
+
+
+def test_huge_indices_are_the_users_error_never_a_crash() -> None:
+    import hwbackends_cuda  # noqa: F401 - the H100 host's devices are cuda's
+
+    from hwbackends.visibility import explain_visibility
+
+    host = Host.from_file(EIGHT_H100)
+    # strtoul semantics: leading zeros are read through, an out-of-range value names no device
+    rep = explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": "0" * 5000 + "1"}, host)
+    assert rep.physical == [1]
+    assert explain_visibility("cuda", {"CUDA_VISIBLE_DEVICES": "9" * 5000}, host).physical == []
+    out = cli("pin", "9" * 5000, "--host", str(EIGHT_H100), env=clean_env())
+    assert out.returncode == 2 and "is not a list of physical device indices" in out.stderr
+    assert "internal error" not in out.stderr

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -204,3 +206,22 @@ def test_pytorch_ambiguous_uuid_disagreement() -> None:
     assert rocm(HIP_VISIBLE_DEVICES="GPU-1a2b") == [0]
     assert "reports 0" in torch_warning(HIP_VISIBLE_DEVICES="GPU-1a2b")
     assert torch_warning(HIP_VISIBLE_DEVICES="GPU-1a2b3c4d5e6f7082") == ""
+
+
+PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
+MI300 = Host.from_file(PLUGINS / "hwbackends-rocm/tests/hosts/mi300x-8.json")
+
+
+def test_hip_reads_hip_visible_devices_first_and_empty_means_unset() -> None:
+    """ROCm: HIP_VISIBLE_DEVICES wins over CUDA_VISIBLE_DEVICES; an empty one is unset to HIP
+    (it shows every GPU) and is worth a warning."""
+    rep = explain_visibility("rocm", {"HIP_VISIBLE_DEVICES": "2", "CUDA_VISIBLE_DEVICES": "5"},
+                             MI300)  # fmt: skip
+    assert rep.physical == [2]
+    empty_hip = explain_visibility("rocm", {"HIP_VISIBLE_DEVICES": ""}, MI300)
+    assert empty_hip.physical == list(range(8))
+    assert any(w.startswith("HIP_VISIBLE_DEVICES is set but empty") for w in empty_hip.warnings)
+    empty_cvd = explain_visibility("rocm", {"CUDA_VISIBLE_DEVICES": ""}, MI300)
+    assert any(w.startswith("CUDA_VISIBLE_DEVICES is set but empty") for w in empty_cvd.warnings)
+    set_hip = explain_visibility("rocm", {"HIP_VISIBLE_DEVICES": "1"}, MI300)
+    assert not any("is set but empty" in w for w in set_hip.warnings)

@@ -1,5 +1,5 @@
 """docs/concepts.md "Uncertainty": a known runtime-vs-PyTorch disagreement warns but is not
-uncertain; an undocumented runtime rule is (issue 13, item 11)."""
+uncertain; an undocumented runtime rule is."""
 
 from __future__ import annotations
 

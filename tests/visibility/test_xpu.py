@@ -196,3 +196,9 @@ def test_selector_device_order_does_not_matter(devices: list[str]) -> None:
     assert a.units == b.units
     keys = [(u.physical_index, u.sub_index) for u in a.units]
     assert keys == sorted(keys, key=lambda k: (k[0], -1 if k[1] is None else k[1]))
+
+
+def test_an_intel_card_with_no_tiles_is_refused() -> None:
+    host = Host.from_dict({"devices": [{"vendor": "intel", "tiles": 0}]})
+    with pytest.raises(VisibilityError, match="intel device 0 has tiles=0"):
+        explain_visibility("xpu", {}, host)

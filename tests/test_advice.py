@@ -1,4 +1,4 @@
-"""Error messages that used to mislead command-line users (issue 14, items 7 and 8), through
+"""Error messages that used to mislead command-line users, through
 the real command in a subprocess: each says what to do on the command line, while the Python
 API keeps its Python advice."""
 

@@ -74,6 +74,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_planted_bugs.py",
             "tests/test_guard.py",
             "tests/test_guard_reports.py",
+            "tests/test_guard_two.py::test_a_backend_whose_call_hangs_is_not_called_again_while_it_runs_across_reset",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
             "tests/test_registry.py",
         ),

@@ -177,3 +177,34 @@ def test_a_hanging_plugin_holds_one_thread_however_often_the_selection_is_reset(
     out = run_python("-c", HANG_RESETS, env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     assert int(out.stdout.strip().splitlines()[-1]) < 12, out.stdout
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX signals")
+def test_a_ctrl_c_while_waiting_reaches_the_caller_and_the_worker_ends_with_its_call() -> None:
+    """The caller's Ctrl-C is raised as is; the worker it abandons exits once its call has
+    returned (not left waiting for work that never comes: one thread lost per Ctrl-C)."""
+    import _thread
+    import signal
+    import threading
+    import time
+
+    if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+        pytest.skip("SIGINT is not Python's KeyboardInterrupt here")
+    release, ran_on = threading.Event(), []
+
+    def plugin() -> None:
+        ran_on.append(_thread.get_ident())
+        release.wait(30)
+
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))  # a real Ctrl-C
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            guard.call("acme.probe()", plugin, timeout=20)
+    finally:
+        timer.cancel()
+        release.set()
+    deadline = time.monotonic() + 5
+    while ran_on[0] in guard._plugin_threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert ran_on[0] not in guard._plugin_threads

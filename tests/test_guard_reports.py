@@ -239,6 +239,17 @@ def test_a_plugin_closing_standard_output_or_error_is_reported(tmp_path: Path, f
     assert f"acme.probe() changed file descriptor {fd} (closed)" in (out.stdout + out.stderr)
 
 
+@pytest.mark.skipif(os.name != "posix", reason="POSIX file descriptors")
+def test_a_call_closing_standard_error_is_reported_in_process() -> None:
+    saved = os.dup(2)
+    try:
+        guard.call("acme.probe()", lambda: os.close(2), timeout=5)
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+    assert any("acme.probe() changed file descriptor 2 (closed)" in w for w in guard.take_reports())
+
+
 def test_a_plugin_call_never_replaces_the_applications_environment_writers() -> None:
     """The guard wraps nothing: the application's own os.putenv stays in place during and
     after a plugin call, a hung one included (and so in a child forked meanwhile)."""

@@ -310,6 +310,7 @@ def test_a_backend_whose_call_hangs_is_not_called_again_while_it_runs_across_res
             assert r.chosen == "cpu"
         mod = sys.modules["hwb_hangs_once"]
         assert len(mod.CALLS) == 1  # called once, then refused at once
+        assert "did not return within 0.3 s earlier in this process" in r.status("acme").reason
         assert "not called again until that call returns" in r.status("acme").reason
     finally:
         sys.modules["hwb_hangs_once"].RELEASE.set()

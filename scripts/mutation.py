@@ -65,12 +65,12 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("tests/test_records_and_versions.py", "tests/test_accel_declarations.py"),
     ),
     "guard": (
-        ("_base/guard.py", "_base/company.py"),
+        ("_base/guard.py",),
         (
             "tests/test_planted_bugs.py",
             "tests/test_guard.py",
-            "tests/test_guard_company.py",
-            "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
+            "tests/test_guard_reports.py",
+            "tests/test_guard_two.py::test_a_backend_whose_call_hangs_is_not_called_again_while_it_runs_across_reset",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
             "tests/test_registry.py",
         ),
@@ -95,19 +95,6 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
             "tests/test_rank_devices.py",
             "tests/test_launch_detection.py",
             "tests/test_launch_env.py",
-        ),
-    ),
-    "envguard": (
-        ("_base/envguard.py",),
-        (
-            "tests/test_mutants_envguard_pci.py",
-            "tests/test_guard.py",
-            "tests/test_guard_two.py",
-            "tests/test_guard_company.py",
-            "tests/test_reliability.py::test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed",
-            "tests/test_reliability.py::test_a_plugins_write_is_undone_only_while_it_still_holds",
-            "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
-            "tests/test_registry.py",
         ),
     ),
     "pci": (

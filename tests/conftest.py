@@ -1,5 +1,5 @@
 """Core test fixtures (the helpers live in coretest.py so test modules can import them)."""
 
-from coretest import alone, isolated, site
+from coretest import isolated, site
 
-__all__ = ["alone", "isolated", "site"]
+__all__ = ["isolated", "site"]

@@ -84,30 +84,6 @@ def isolated(site: Site, monkeypatch: pytest.MonkeyPatch) -> Iterator[Site]:
     hwbackends.reset()
 
 
-@pytest.fixture
-def alone() -> None:
-    """No application thread besides the test's. Where the guard counts the other threads
-    instead of reading their frames (CPython before 3.11.12: ``company.FRAMES_SAFE``), a test
-    of an edit that is put back only when the plugin ran alone needs it. The suite's
-    Transformers tests leave tqdm's monitor thread waiting: it is stopped (tqdm starts a new
-    one with its next progress bar); any other thread fails the test, named."""
-    import threading
-
-    from hwbackends._base import company, guard
-
-    if company.FRAMES_SAFE:
-        return
-    for t in threading.enumerate():
-        if type(t).__name__ == "TMonitor" and t.name == "tqdm_monitor":
-            t.exit()  # type: ignore[attr-defined]
-    others = [
-        t.name
-        for t in threading.enumerate()
-        if t is not threading.current_thread() and t.ident not in guard._plugin_threads
-    ]
-    assert not others, f"the test needs the process alone; other threads: {others}"
-
-
 def refresh(site: Site) -> None:
     """Re-discover after adding plugins to an isolated site."""
     _registry._registry = Registry(path=[str(site.path)])

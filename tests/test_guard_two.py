@@ -1,12 +1,11 @@
 """Reliability, round two (issue 21): the cache, the guard, reentrancy, abandoned calls,
-environment writes that bypass ``os.environ``, fork during a plugin import, process-wide edits.
+fork during a plugin import.
 
 Each test failed on the main before this round: a transient plugin failure was cached and
 later processes got the CPU; a ``str`` subclass from a probe ran its ``__format__`` in the
 caller's thread; a nested ``current()`` waited for its own caller; a timed-out plugin was
-called again, and wrote the environment after it was abandoned; ``os.putenv`` and C
-``setenv`` escaped the undo; a fork during a plugin import left the child's import stuck or
-half done; ``sys.path``, ``os.chdir`` and friends went unnoticed.
+called again; a fork during a plugin import left the child's import stuck or half done.
+(The process-wide edits are tests/test_guard_reports.py's.)
 """
 
 from __future__ import annotations
@@ -286,7 +285,12 @@ RELEASE = threading.Event()
 """
 
 
-def test_a_backend_that_timed_out_is_not_called_again_until_reset(isolated: Site) -> None:
+def test_a_backend_whose_call_hangs_is_not_called_again_while_it_runs_across_reset(
+    isolated: Site,
+) -> None:
+    """Bug: each reset() let a hung plugin be called, and hang, once more (one more thread
+    each time). Its owner is refused while the hung call runs, reset() or not, and called
+    again once that call has returned."""
     isolated.add_plugin(
         "acme",
         HANGS
@@ -297,20 +301,24 @@ def test_a_backend_that_timed_out_is_not_called_again_until_reset(isolated: Site
     )
     from coretest import refresh
 
-    refresh(isolated)
     env = {"HWBACKENDS_TIMEOUT": "0.3"}
     try:
         for _ in range(3):
+            hwbackends.reset()
+            refresh(isolated)
             r = hwbackends.explain(env=env, host=HOST)
             assert r.chosen == "cpu"
         mod = sys.modules["hwb_hangs_once"]
         assert len(mod.CALLS) == 1  # called once, then refused at once
-        assert "not called again until hwbackends.reset()" in r.status("acme").reason
+        assert "did not return within 0.3 s earlier in this process" in r.status("acme").reason
+        assert "not called again until that call returns" in r.status("acme").reason
     finally:
         sys.modules["hwb_hangs_once"].RELEASE.set()
-    hwbackends.reset()
+    deadline = time.monotonic() + 30
+    while "acme" in guard._hung and time.monotonic() < deadline:
+        time.sleep(0.01)
     refresh(isolated)
-    assert hwbackends.explain(env=env, host=HOST).chosen == "acme"  # after reset: again
+    assert hwbackends.explain(env=env, host=HOST).chosen == "acme"  # returned: called again
 
 
 def test_the_worker_pool_is_capped_and_shrinks_when_idle(
@@ -355,115 +363,8 @@ def test_the_worker_pool_is_capped_and_shrinks_when_idle(
     assert not guard._plugin_threads  # every idle worker exited
 
 
-def test_an_abandoned_call_cannot_write_the_environment_later(isolated: Site) -> None:
-    isolated.add_plugin(
-        "acme",
-        "import os, threading\nDONE = threading.Event()\nGOT = []\n"
-        + good_plugin("acme", 90)
-        + "    def probe(self, host):\n"
-        + "        import time\n"
-        + "        os.environ['HWB_EARLY'] = 'plugin'\n"
-        + "        time.sleep(1.0)\n"
-        + "        try:\n            os.environ['CUDA_VISIBLE_DEVICES'] = '7'\n"
-        + "        except BaseException as exc:\n            GOT.append(repr(exc))\n"
-        + "        DONE.set()\n"
-        + "        return super().probe(host)\n",
-        module="hwb_late_writer",
-    )
-    from coretest import refresh
-
-    refresh(isolated)
-    assert "CUDA_VISIBLE_DEVICES" not in os.environ
-    r = hwbackends.explain(env={"HWBACKENDS_TIMEOUT": "0.2"}, host=HOST)
-    assert r.chosen == "cpu"
-    assert "its writes to HWB_EARLY were undone" in r.status("acme").reason
-    assert "HWB_EARLY" not in os.environ
-    assert sys.modules["hwb_late_writer"].DONE.wait(30)
-    assert "CUDA_VISIBLE_DEVICES" not in os.environ  # the late write did not happen
-    assert "PermissionError" in sys.modules["hwb_late_writer"].GOT[0]
-    late = guard.late_writes()
-    assert any("acme.probe()" in m and "CUDA_VISIBLE_DEVICES" in m for m in late), late
-
-
-def test_an_abandoned_call_returning_later_keeps_the_applications_sys_path(
-    isolated: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Bug: a call abandoned for hanging compared sys.path with its start when it finally
-    returned, and removed what the application had added meanwhile (a flaky test in the suite:
-    the next test's site folder vanished from sys.path when an earlier test's hung probe
-    was released)."""
-    isolated.add_plugin(
-        "acme",
-        "import threading\nRELEASE = threading.Event()\nDONE = threading.Event()\n"
-        + good_plugin("acme", 90)
-        + "    def probe(self, host):\n"
-        + "        RELEASE.wait(30)\n"
-        + "        DONE.set()\n"
-        + "        return super().probe(host)\n",
-        module="hwb_hangs_then_returns",
-    )
-    from coretest import refresh
-
-    refresh(isolated)
-    guard.late_writes()  # forget what earlier tests left
-    r = hwbackends.explain(env={"HWBACKENDS_TIMEOUT": "0.2"}, host=HOST)
-    assert r.chosen == "cpu" and r.status("acme").state == "broken"
-    mine = str(tmp_path / "added-by-the-application")
-    monkeypatch.syspath_prepend(mine)  # the application goes on while the probe hangs
-    mod = sys.modules["hwb_hangs_then_returns"]
-    mod.RELEASE.set()
-    assert mod.DONE.wait(30)
-    deadline = time.monotonic() + 30
-    while not guard.late_writes() and time.monotonic() < deadline:
-        time.sleep(0.01)  # the worker compares once the probe has returned, then reports
-    assert mine in sys.path
-
-
-# -- 5. environment writes that bypass os.environ ---------------------------------------------
-
-BYPASS = {
-    "putenv": "os.putenv('HWB_C_ONLY', 'plugin')",
-    "unsetenv": "os.unsetenv('HWB_PRESENT')",
-    "ctypes": "import ctypes\n        ctypes.CDLL(None).setenv(b'HWB_C_ONLY', b'plugin', 1)",
-    "mapping": "os.environ._data[b'HWB_C_ONLY'] = b'plugin'",
-}
-
-
-def _c_getenv(name: str) -> bytes | None:
-    import ctypes
-
-    libc = ctypes.CDLL(None)
-    libc.getenv.restype = ctypes.c_char_p
-    got: bytes | None = libc.getenv(name.encode())
-    return got
-
-
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="C environment via ctypes")
-@pytest.mark.parametrize("how", sorted(BYPASS))
-def test_environment_writes_that_bypass_os_environ_are_caught_and_undone(
-    site: Site, how: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import ctypes  # noqa: F401 - loaded before the call: the C environment is compared
-
-    monkeypatch.setenv("HWB_PRESENT", "mine")
-    site.add_plugin(
-        "acme",
-        good_plugin("acme", 90)
-        + f"    def probe(self, host):\n        import os\n        {BYPASS[how]}\n"
-        + "        return super().probe(host)\n",
-    )
-    r = Registry(path=[str(site.path)]).select({}, HOST, Settings())
-    st = r.status("acme")
-    assert st.state == "broken", st.reason
-    assert "HWB_C_ONLY" in st.reason or "HWB_PRESENT" in st.reason
-    assert _c_getenv("HWB_C_ONLY") is None and "HWB_C_ONLY" not in os.environ
-    assert _c_getenv("HWB_PRESENT") == b"mine" and os.environ["HWB_PRESENT"] == "mine"
-
-
 STRESS = r"""
 import json, os, sys, threading
-if sys.argv[3] == "c-env":
-    import ctypes  # the guard then compares the C environment around every call too
 sys.setswitchinterval(1e-6)
 import hwbackends
 from hwbackends import Host
@@ -482,12 +383,12 @@ def writer(k):
         if got not in (value, "plugin"):  # an undo put an older value back over ours
             lost[0] += 1
         writes[0] += 1
-    if i and os.environ.get(key) != value:
+    if i and os.environ.get(key) not in (value, "plugin"):
         lost[0] += 1
 def selector():
     for _ in range(M):
         r = hwbackends.explain(env={}, host=host)
-        if r.chosen != "cpu" or r.status("acme").state != "broken":
+        if r.chosen != "acme":  # the variables it writes are none selection reads
             wrong[0] += 1
 ws = [threading.Thread(target=writer, args=(k,)) for k in range(3)]
 ss = [threading.Thread(target=selector) for _ in range(N)]
@@ -498,13 +399,13 @@ for t in ss:
 stop.set()
 for t in ws:
     t.join()
-print(json.dumps({"ops": N * M, "lost": lost[0], "wrong": wrong[0], "writes": writes[0],
-                  "leaked": os.environ.get("HWB_PLUGIN_KEY")}))
+print(json.dumps({"ops": N * M, "lost": lost[0], "wrong": wrong[0], "writes": writes[0]}))
 """
 
 
-@pytest.mark.parametrize("mode", ["python", "c-env"])
-def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path, mode: str) -> None:
+def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path) -> None:
+    """Application threads write os.environ while 8 threads select 40 times each and the
+    plugin writes one of the same variables: no application write is ever lost."""
     s = Site(tmp_path / "site")
     s.path.mkdir()
     s.add_plugin(
@@ -516,11 +417,11 @@ def test_stress_threads_selecting_with_application_env_writers(tmp_path: Path, m
         + "        return super().probe(host)\n",
     )
     env = clean_env(PYTHONPATH=str(s.path), HWBACKENDS_NO_CACHE="1")
-    out = run_python("-c", STRESS, "8", "40", mode, env=env, timeout=300)
+    out = run_python("-c", STRESS, "8", "40", env=env, timeout=300)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["ops"] == 320 and got["wrong"] == 0, got
-    assert got["lost"] == 0 and got["leaked"] is None, got
+    assert got["lost"] == 0, got
 
 
 # -- 6. fork during a plugin import ------------------------------------------------------------
@@ -574,97 +475,33 @@ def test_fork_during_a_plugin_import_leaves_the_child_a_whole_import(tmp_path: P
 
 
 FORK_DURING_AN_IMPORT = r"""
-import os, signal, sys, threading, time
+import os, sys, threading, time
 import hwbackends
 hwbackends.current()  # a selection has run: its fork handlers are in place
-t = threading.Thread(target=__import__, args=("hwb_slowmod",))
+t = threading.Thread(target=__import__, args=("hwb_slowmod",), daemon=True)
 t.start()
 while not os.path.exists(sys.argv[1]):  # the thread is now inside the import
     time.sleep(0.01)
+t0 = time.monotonic()
 pid = os.fork()
 if pid == 0:
-    signal.alarm(20)  # a child stuck on the import lock dies of SIGALRM
-    import hwb_slowmod
-    os._exit(0 if hwb_slowmod.READY else 1)
-_, status = os.waitpid(pid, 0)
-t.join()
-print(status)
+    os._exit(0)
+took = time.monotonic() - t0
+os.waitpid(pid, 0)
+print(took)
 """
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX fork")
-def test_fork_during_another_threads_import_waits_for_it(tmp_path: Path) -> None:
-    """Bug: right after a plugin's import the selection goes on with its own lazy imports,
-    and a fork then left the child a module whose import lock a vanished thread held (the
-    fork test above hung in about 1 run in 20). A fork waits for any import under way."""
+def test_fork_after_a_selection_does_not_wait_for_another_threads_import(tmp_path: Path) -> None:
+    """Bug: after a selection every fork waited up to 2 s while any other thread imported
+    (multiprocessing.Pool(8) took 16 s instead of 0.03 s). A fork waits only for hwbackends'
+    own calls: here none is under way, so it does not wait for the application's import."""
     started = tmp_path / "importing"
     (tmp_path / "hwb_slowmod.py").write_text(
-        f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(0.5)\nREADY = True\n"
+        f"import time\nopen({str(started)!r}, 'w').close()\ntime.sleep(5)\n"
     )
     env = clean_env(PYTHONPATH=str(tmp_path), HWBACKENDS_NO_CACHE="1")
     out = run_python("-c", FORK_DURING_AN_IMPORT, str(started), env=env, timeout=90)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip().splitlines()[-1] == "0", out.stdout
-
-
-# -- 11. process-wide edits are reported and put back -----------------------------------------
-
-EDITS = {
-    "sys.path": ("import sys\n        sys.path.insert(0, '/hwb-planted')", "changed sys.path"),
-    "sys.modules": (
-        "import sys, types\n        sys.modules['json'] = types.ModuleType('json')",
-        "replaced sys.modules entries (json)",
-    ),
-    "chdir": ("import os\n        os.chdir('/')", "changed the working directory"),
-    "recursion": (
-        "import sys\n        sys.setrecursionlimit(50000)",
-        "changed the recursion limit",
-    ),
-    "settrace": (
-        "import threading\n        threading.settrace(lambda *a: None)",
-        "threading.settrace",
-    ),
-}
-
-
-@pytest.mark.usefixtures("alone")
-@pytest.mark.parametrize("kind", sorted(EDITS))
-def test_process_wide_edits_are_reported_and_put_back(
-    site: Site, kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    code, message = EDITS[kind]
-    site.add_plugin(
-        "acme",
-        good_plugin("acme", 90)
-        + f"    def probe(self, host):\n        {code}\n        return super().probe(host)\n",
-    )
-    before = (list(sys.path), sys.modules["json"], os.getcwd(), sys.getrecursionlimit())
-    r = Registry(path=[str(site.path)]).select({}, HOST, Settings())
-    st = r.status("acme")
-    assert st.state == "broken" and message in st.reason, st.reason
-    after = (list(sys.path), sys.modules["json"], os.getcwd(), sys.getrecursionlimit())
-    assert after == before
-    assert threading._trace_hook is None  # type: ignore[attr-defined]
-
-
-def test_a_plugin_closing_standard_output_is_reported(tmp_path: Path) -> None:
-    s = Site(tmp_path / "site")
-    s.path.mkdir()
-    s.add_plugin(
-        "acme",
-        good_plugin("acme", 90)
-        + "    def probe(self, host):\n        import os\n        os.close(1)\n"
-        + "        return super().probe(host)\n",
-    )
-    host = tmp_path / "host.json"
-    host.write_text(json.dumps({"device_nodes": ["/dev/acme0"]}))
-    env = clean_env(PYTHONPATH=str(s.path), HWBACKENDS_HOST=str(host))
-    code = (
-        "import sys, hwbackends\n"
-        "r = hwbackends.explain()\n"
-        "sys.stderr.write(r.status('acme').reason)\n"
-    )
-    out = run_python("-c", code, env=env, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert "closed file descriptor 1 (cannot be undone)" in out.stderr
+    assert float(out.stdout.strip().splitlines()[-1]) < 1.0, out.stdout

@@ -94,52 +94,17 @@ def test_application_thread_env_writes_are_kept_and_no_plugin_is_blamed() -> Non
         hwbackends.reset()
 
 
-def test_a_plugins_write_is_undone_only_while_it_still_holds(site: Site) -> None:
-    """A plugin's own write is attributed to it (by thread) and undone; a later write by
-    the application to the same variable is not touched."""
-    from hwbackends._base import guard as _guard
-
-    os.environ.pop("HWB_SHARED", None)
-    barrier = threading.Event()
-    resume = threading.Event()
-
-    def plugin_code() -> None:
-        os.environ["HWB_SHARED"] = "plugin"
-        barrier.set()
-        resume.wait(5)
-
-    def app() -> None:
-        barrier.wait(5)
-        os.environ["HWB_SHARED"] = "application"
-        resume.set()
-
-    t = threading.Thread(target=app)
-    t.start()
-    with pytest.raises(_guard.PluginFault, match=r"changed os.environ \(HWB_SHARED\)"):
-        _guard.call("acme.probe()", plugin_code, timeout=10)
-    t.join()
-    try:
-        assert os.environ["HWB_SHARED"] == "application"
-    finally:
-        os.environ.pop("HWB_SHARED", None)
-    with pytest.raises(_guard.PluginFault):
-        _guard.call("acme.probe()", lambda: os.environ.__setitem__("HWB_SHARED", "x"))
-    assert "HWB_SHARED" not in os.environ
-
-
-def test_a_batch_of_plugin_calls_survives_one_that_hangs(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_batch_of_plugin_calls_survives_one_that_hangs() -> None:
     """Loads and probes share one worker; a call past its limit is reported, the worker is
     abandoned, and the calls after it still run (on a new worker), each judged alone."""
     from hwbackends._base import guard as _guard
-
-    monkeypatch.delenv("HWB_BATCH", raising=False)  # whatever an earlier failure left
 
     release = threading.Event()
     jobs = [
         ("a.probe()", lambda: 1),
         ("b.probe()", lambda: release.wait(30)),
         ("c.probe()", lambda: 3),
-        ("d.probe()", lambda: os.environ.__setitem__("HWB_BATCH", "x")),
+        ("d.probe()", lambda: 4),
     ]
     try:
         got = _guard.call_many(jobs, timeout=0.5)
@@ -147,8 +112,7 @@ def test_a_batch_of_plugin_calls_survives_one_that_hangs(monkeypatch: pytest.Mon
         release.set()
     assert got[0] == (True, 1) and got[2] == (True, 3)
     assert not got[1][0] and "b.probe() did not return within 0.5 s" in got[1][1].reason
-    assert not got[3][0] and "d.probe() changed os.environ (HWB_BATCH)" in got[3][1].reason
-    assert "HWB_BATCH" not in os.environ
+    assert got[3] == (True, 4)
 
 
 # -- 2. concurrent first calls and fork --------------------------------------------------------

@@ -1,46 +1,30 @@
-"""Running plugin code so that it cannot hang, crash or edit the process that asked.
+"""Running plugin code: its failures and hangs isolated and named, its edits reported.
 
-Every call into a plugin (import, constructor, probe, ``devices()``, the host-reading hooks,
-``capabilities()``) goes through ``call``:
+Installed plugins are trusted code, as in pluggy, fsspec or torch's backend autoload; this is
+no sandbox. Every call into a plugin (import, constructor, probe, ``devices()``, the
+host-reading hooks, ``capabilities()``) goes through ``call`` / ``call_many``:
 
-- **Time limit.** The call runs on a worker thread; the caller waits at most
-  ``HWBACKENDS_TIMEOUT`` seconds (default 30; ``0`` runs the call inline with no limit). A
-  call that does not return in time is a fault: the worker is abandoned (Python cannot stop a
-  thread), the plugin reported broken, and nothing of that plugin (its ``owner``) is called
-  again in this process until ``hwbackends.reset()``. Workers are reused; an idle one exits
-  after ``_IDLE_S`` seconds, and at most ``_MAX_WORKERS`` run plugin code at once (more
-  callers wait for one: every call is bounded, so the wait is too).
-- **Any exception is the plugin's.** ``Exception``, ``SystemExit``, ``GeneratorExit``,
-  ``KeyboardInterrupt`` raised *by plugin code* and custom ``BaseException`` subclasses become
-  a ``PluginFault``. The exception's message is read on the worker, under the time limit (its
-  ``__str__`` is plugin code too). A real Ctrl-C is delivered to the caller's thread, which is
-  waiting, not running plugin code, so it stops the program as usual.
-- **Environment writes are attributed, never guessed.** While plugin calls run (and only
-  then), ``os.putenv``/``os.unsetenv``, which ``os.environ`` writes through, are wrapped: each
-  write records which thread made it. The writes *of the thread running the plugin call* are
-  the plugin's; writes by other threads of the application are neither recorded as the
-  plugin's nor undone. After the call, a variable the plugin changed is put back only if
-  nobody wrote it since, atomically against application writes (both take one lock), and the
-  plugin is reported broken. What bypasses ``os.putenv`` is caught by comparing after the call:
-  ``os.environ``'s own mapping and the C environment (what CUDA reads), whenever
-  ``ctypes`` was loaded before the call (never imported here: it costs more than a
-  selection). A call abandoned
-  for hanging that writes later gets a ``PermissionError`` and its write does not happen.
-- **Process-wide edits are reported.** ``sys.path`` insertions, replaced ``sys.modules``
-  entries, ``os.chdir``, a closed standard output or error, ``sys.setrecursionlimit`` and
-  ``threading.settrace``/``setprofile`` are compared around each call, put back where nobody
-  changed them since, and reported as the plugin's fault. Who made an edit is known for
-  ``os.chdir`` (wrapped, like ``os.putenv``: another thread's stands) and assumed for a
-  replaced ``sys.modules`` entry (always the plugin's: that is how a plugin would hijack the
-  application's imports). For the others nothing tells the plugin's edit from another
-  application thread's: when such a thread may have run during the call (it was not seen
-  waiting in the same blocking call before and after), the edit is neither put back nor
-  blamed on the plugin, only reported (``late_writes()``). A call abandoned for
-  hanging is compared when it returns, and its edits are reported (``late_writes()``) but not
-  put back: the application has gone on meanwhile and may have made the same kind of edit.
+- **Time limits.** The calls run on a worker thread; the caller waits at most
+  ``HWBACKENDS_TIMEOUT`` seconds per call and, inside a selection (``Scope``), never past its
+  overall deadline (``HWBACKENDS_DEADLINE``). A limit of 0 runs the calls inline, with
+  neither. A call past its limit is abandoned (Python cannot stop a thread) and reported; its
+  ``owner`` (a backend's name) is not called again while that call still runs, across
+  ``hwbackends.reset()`` too, so a hanging plugin holds one thread, not one per selection.
+  Idle workers are reused and exit after ``_IDLE_S``; at most ``_MAX_WORKERS`` run at once.
+- **Any exception is the plugin's**, ``BaseException`` included, read on the worker (its
+  ``__str__`` is plugin code too) and raised as a ``PluginFault`` naming the call. A real
+  Ctrl-C reaches the caller, which waits rather than runs plugin code.
+- **Values cross as exact builtin copies** (``plain``).
+- **Edits are reported, never undone.** Around each call, at a cost that does not grow with
+  ``sys.modules``: the variables selection reads (``HWBACKENDS_*`` and the visibility
+  variables of the backends read so far, ``watch``), ``sys.path``, the working directory,
+  the recursion limit, and whether file descriptors 0-2 are open. A change is reported
+  (``take_reports``) naming the call and left as it is: nothing tells the plugin's edit from
+  one another thread made meanwhile. Under ``HWBACKENDS_STRICT=1`` it is a fault instead.
+- **Fork** waits (at most ``_FORK_WAIT_S``) only while hwbackends' own entry points or plugin
+  calls run in another thread, so that a child rarely inherits a half-done import.
 
-Outside plugin calls nothing of this runs: no audit hook is installed, ``os.putenv`` is the
-original function. This module imports only builtins, so the selection path stays cheap.
+This module imports only builtins and the settings, so the selection path stays cheap.
 """
 
 from __future__ import annotations
@@ -48,44 +32,41 @@ from __future__ import annotations
 import _thread
 import os
 import sys
+from functools import wraps
+from time import monotonic
 
-from hwbackends._base import company as _company
-from hwbackends._base import envguard as _eg
-from hwbackends._base.envguard import _enter, _leave, _recorders, _State, _undo
+from hwbackends._base.settings import _TRUE, SETTINGS_VARS, timeout_from
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Iterable, Sequence
     from typing import Any, TypeVar
 
     _T = TypeVar("_T")
-    _Writes = dict[str, list[str | None]]
+    _F = TypeVar("_F", bound=Callable[..., Any])
+    Job = tuple[str, Callable[[], Any]] | tuple[str, Callable[[], Any], str | None]
 
+__all__ = ["NOT_UNDONE", "PluginFault", "ResultError", "Scope", "call", "call_many", "describe",
+           "plain", "refuse_nested", "running_plugin_code", "take_reports", "watch",
+           "working"]  # fmt: skip
 
-__all__ = [
-    "DEFAULT_TIMEOUT",
-    "MIN_TIMEOUT",
-    "PluginFault",
-    "ResultError",
-    "call",
-    "call_many",
-    "describe",
-    "forget_hung",
-    "late_writes",
-    "plain",
-    "refuse_nested",
-    "running_plugin_code",
-    "timeout_from",
-]
-
-#: Seconds a single plugin call may take before it is reported as hanging.
-DEFAULT_TIMEOUT = 30.0
-#: The smallest limit accepted: below it not even a thread hand-off fits, and every plugin
-#: would be reported hanging.
-MIN_TIMEOUT = 0.01
 _MAX_TEXT = 500  # characters of a plugin's exception message kept in a report
 _IDLE_S = 10.0  # an idle worker thread exits after this many seconds
 _MAX_WORKERS = 32  # workers running plugin code at once; abandoned ones do not count
+_FORK_WAIT_S = 2.0  # the longest a fork waits for hwbackends' own work in other threads
+_MAX_REPORTS = 64
+_INF = float("inf")
+NOT_UNDONE = "not undone"  # in every report of an edit (``hwbackends plugins --check``)
+
+_lock = _thread.allocate_lock()  # the pool, the hung owners, the reports
+_idle: list[_Worker] = []
+_busy = 0  # workers running plugin code now (abandoned ones excluded)
+_plugin_threads: set[int] = set()  # idents of the worker threads
+_inline: set[int] = set()  # idents of threads running a plugin call inline now
+_scopes: dict[int, Scope] = {}  # ident -> the entry point or selection it runs
+_hung: dict[str, str] = {}  # owner -> why it is not called while its hung call runs
+_reports: list[str] = []  # edits seen, for the next report
+_watched: set[str] = set(SETTINGS_VARS)  # the environment variables compared around calls
 
 
 class ResultError(TypeError):
@@ -97,37 +78,7 @@ class PluginFault(Exception):
 
     def __init__(self, reason: str, tb: str | None = None) -> None:
         super().__init__(reason)
-        self.reason = reason
-        self.tb = tb
-
-
-def timeout_from(env: Mapping[str, str]) -> float:
-    """``HWBACKENDS_TIMEOUT`` as seconds (0: no limit, run inline)."""
-    raw = (env.get("HWBACKENDS_TIMEOUT") or "").strip()
-    if not raw:
-        return DEFAULT_TIMEOUT
-    if raw.lower() in ("0", "off", "none"):
-        return 0.0
-    try:
-        value = float(raw) if len(raw) < 40 else -1.0
-    except ValueError:
-        value = -1.0
-    from hwbackends._base.errors import HwBackendsError
-
-    if not 0 < value < 1e6:  # also refuses nan and inf
-        raise HwBackendsError(
-            f"HWBACKENDS_TIMEOUT={raw[:40]!r} is not a number of seconds",
-            "a positive number of seconds, or 0 / off for no limit",
-            "set HWBACKENDS_TIMEOUT=30 (the default) or unset it",
-        )
-    if value < MIN_TIMEOUT:
-        raise HwBackendsError(
-            f"HWBACKENDS_TIMEOUT={raw!r} is too small for any plugin call to finish in "
-            "(a thread hand-off alone can take 5 ms)",
-            f"at least {MIN_TIMEOUT:g} seconds, or 0 / off for no limit",
-            "set HWBACKENDS_TIMEOUT=30 (the default) or unset it",
-        )
-    return value
+        self.reason, self.tb = reason, tb
 
 
 def describe(exc: BaseException) -> str:
@@ -170,179 +121,300 @@ def plain(v: Any) -> Any:
     raise ResultError(f"a {t.__name__} where a plain value (str, int, tuple...) was expected")
 
 
-# -- running one call ----------------------------------------------------------------------
+def watch(names: Iterable[str]) -> None:
+    """Compare these environment variables around plugin calls too (a backend's declared
+    visibility variables, once read)."""
+    _watched.update(names)
 
 
-class _Outcome:
-    """One finished call: its value or exception, read on the thread that ran it."""
+class Scope:
+    """``with Scope(deadline_s, strict):`` around a selection: the plugin calls this thread
+    makes end by the deadline (0: none; an outer scope's may end first), and their edits are
+    faults when ``strict`` (None: as ``HWBACKENDS_STRICT`` in ``os.environ`` says)."""
 
-    __slots__ = ("edits", "exc_type", "failed", "ident", "tb", "text", "unsure", "value", "writes")
+    __slots__ = ("ends", "outer", "strict")
 
-    def __init__(self, ident: int) -> None:
-        self.ident = ident
-        self.failed = False
-        self.value: Any = None
-        self.exc_type: type | None = None
-        self.text = ""
-        self.tb: str | None = None
-        self.writes: _Writes = {}
-        self.edits: list[str] = []
-        self.unsure: list[str] = []  # edits that another thread of the application may have made
+    def __init__(self, deadline_s: float, strict: bool | None) -> None:
+        self.ends, self.strict = deadline_s, strict  # ends: seconds, a time once entered
+        self.outer: Scope | None = None
 
+    def __enter__(self) -> Scope:
+        self.outer = _scopes.get(_thread.get_ident())
+        mine = monotonic() + self.ends if self.ends > 0 else _INF
+        self.ends = min(mine, self.outer.ends if self.outer is not None else _INF)
+        _scopes[_thread.get_ident()] = self
+        return self
 
-_running: dict[int, float] = {}  # ident -> deadline, for the threads running plugin code now
-# ident -> where the other threads were when its call began (``company.others``): dropped when
-# the call is abandoned, so that a hung call does not keep the application's frames (and their
-# locals)
-_frames: dict[int, Any] = {}
-
-
-def _run(fn: Callable[[], Any], deadline: float, caller: int | None = None) -> _Outcome:
-    ident = _thread.get_ident()
-    out = _Outcome(ident)
-    outer = _recorders.get(ident)  # plugin code calling back into hwbackends: a nested call
-    state = _State() if outer is None else None
-    if state is not None:
-        _frames[ident] = _company.others(ident, caller, _plugin_threads)
-    _recorders[ident] = out.writes
-    _running[ident] = deadline
-    try:
-        out.value = fn()
-    except BaseException as exc:  # everything plugin code raises is the plugin's
-        out.failed = True
-        out.value = exc
-        out.exc_type = type(exc)
-        out.text = describe(exc)  # here: its __str__ is plugin code, under the time limit
-        try:
-            import traceback
-
-            out.tb = plain(traceback.format_exc())
-        except BaseException:
-            out.tb = None
-    finally:
-        if outer is None:
-            _recorders.pop(ident, None)
-            _running.pop(ident, None)
+    def __exit__(self, *exc: object) -> None:
+        if self.outer is None:
+            _scopes.pop(_thread.get_ident(), None)
         else:
-            _recorders[ident] = outer
-    if state is not None:
+            _scopes[_thread.get_ident()] = self.outer
+
+
+def working(fn: _F) -> _F:
+    """Decorates an entry point (``explain``): a fork in another thread waits for it."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with Scope(0.0, None):
+            return fn(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
+
+
+# -- one call, on the thread that runs it --------------------------------------------------
+
+
+def _fd_open(fd: int) -> bool:
+    try:
+        return os.fstat(fd) is not None
+    except OSError:
+        return False
+
+
+def _state() -> tuple[Any, ...]:
+    """What the edit check compares: O(environment + sys.path), never O(sys.modules)."""
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    env = getattr(os.environ, "_data", os.environ)  # the encoded mapping: a C-speed copy
+    return dict(env), list(sys.path), cwd, sys.getrecursionlimit(), [_fd_open(0), _fd_open(1),
+                                                                     _fd_open(2)]  # fmt: skip
+
+
+def _changes(before: tuple[Any, ...]) -> list[str]:
+    (env0, path0, cwd0, rec0, fds0), (env1, path1, cwd1, rec1, fds1) = before, _state()
+    out = []
+    if env1 != env0:  # of the variables whose value changed, came or went: those read
+        names = {os.fsdecode(k) for k, _ in env0.items() ^ env1.items()}
+        names = {n for n in names if n in _watched or n.startswith("HWBACKENDS_")}
+        out += [f"the environment variables {', '.join(sorted(names))}"] if names else []
+    if path1 != path0:
+        added = ", ".join(repr(p) for p in path1 if p not in path0)
+        out.append(f"sys.path (added {added or 'nothing'})")
+    out += ["the working directory"] if cwd1 != cwd0 else []
+    out += [f"the recursion limit ({rec0} to {rec1})"] if rec1 != rec0 else []
+    return out + [f"file descriptor {fd} (closed)" for fd in (0, 1, 2) if fds0[fd] > fds1[fd]]
+
+
+class _Call:
+    """One plugin call and what came of it, read on the thread that ran it."""
+
+    __slots__ = ("edits", "exc", "fn", "owner", "tb", "text", "value", "what")
+
+    def __init__(self, job: Job) -> None:
+        self.what, self.fn = job[0], job[1]
+        self.owner: str | None = job[2] if len(job) > 2 else None
+        self.value: Any = None
+        self.exc: type[BaseException] | None = None  # the type of what it raised, if it did
+        self.text, self.tb = "", None
+        self.edits: list[str] = []
+
+    def run(self, compare: bool) -> None:
+        before = _state() if compare else None
         try:
-            # an abandoned call's snapshot is gone: it is judged as not alone
-            before = _frames.pop(ident, None)
-            alone = not _company.others_ran(before, ident, caller, _plugin_threads)
-            out.edits, out.unsure = state.edits(out.writes, ident, alone)
-        except Exception:  # pragma: no cover - a comparison must never fail the call
-            out.edits = []
+            self.value = self.fn()
+        except BaseException as exc:  # everything plugin code raises is the plugin's
+            self.value, self.exc = exc, type(exc)
+            self.text = describe(exc)  # here: its __str__ is plugin code, under the limit
+            try:
+                import traceback
+
+                self.tb = plain(traceback.format_exc())
+            except BaseException:
+                self.tb = None
+        self.edits = _changes(before) if before is not None else []
+
+    def settle(self, strict: bool, passthrough: tuple[type[BaseException], ...],
+               ctrl_c: bool) -> Any:  # fmt: skip
+        """The value, or the ``PluginFault`` that says what went wrong. No plugin code runs:
+        classes are compared with ``issubclass`` on the real type. ``ctrl_c``: run inline
+        with no limit, where the user's Ctrl-C cannot be told from the plugin's own."""
+        t = self.exc
+        if self.edits:
+            text = (f"{self.what} changed {'; '.join(self.edits)}: {NOT_UNDONE} (it may have "
+                    "been another thread of the application)")  # fmt: skip
+            if strict and t is None:
+                raise PluginFault(f"{text}; HWBACKENDS_STRICT=1 makes this a fault")
+            _report(text)
+        if t is None:
+            return self.value
+        if issubclass(t, (*passthrough, PluginFault)) or (ctrl_c and t is KeyboardInterrupt):
+            raise self.value  # a PluginFault: hwbackends' own checks inside the call
+        if issubclass(t, ResultError):
+            raise PluginFault(self.text.partition(": ")[2], None)
+        raise PluginFault(f"{self.what} raised {self.text}", self.tb)
+
+
+def _report(text: str) -> None:
+    with _lock:
+        if len(_reports) < _MAX_REPORTS and text not in _reports:
+            _reports.append(text)
+
+
+def take_reports() -> list[str]:
+    """The edits plugin calls were seen to make since the last ask (then forgotten)."""
+    with _lock:
+        out, _reports[:] = list(_reports), []
     return out
 
 
 # -- the worker threads --------------------------------------------------------------------
 
-_plugin_threads: set[int] = set()  # idents of the worker threads (plugin code runs there)
-_idle: list[_Worker] = []
-_pool_lock = _thread.allocate_lock()
-_slots = _thread.allocate_lock()  # guards _busy
-_busy = 0  # workers running plugin code now (abandoned ones excluded)
-_hung: dict[str, str] = {}  # owner -> why it is not called again until reset()
-
 
 class _Worker:
-    __slots__ = ("abandoned", "done", "go", "ident", "job", "out")
+    __slots__ = ("abandoned", "calls", "done", "go", "k", "started")
 
     def __init__(self) -> None:
         # threading must be imported by the caller's thread first: imported first by plugin
         # code in a worker, it would take the worker for the main thread and hang at exit.
         import threading  # noqa: F401
 
-        self.go = _thread.allocate_lock()
+        self.go, self.done = _thread.allocate_lock(), _thread.allocate_lock()
         self.go.acquire()
-        self.done = _thread.allocate_lock()
         self.done.acquire()
-        self.job: Callable[[], Any] | None = None
-        self.out: Any = None
-        self.abandoned = False
-        self.ident = 0
+        self.calls: list[_Call] = []
+        self.k, self.started, self.abandoned = 0, 0.0, False
         _thread.start_new_thread(self._loop, ())
 
     def _loop(self) -> None:
-        self.ident = ident = _thread.get_ident()
+        ident = _thread.get_ident()
         _plugin_threads.add(ident)
         try:
             while True:
                 if not self.go.acquire(True, _IDLE_S):
-                    with _pool_lock:
+                    with _lock:
                         if self in _idle:  # nobody took it meanwhile: the pool shrinks
                             _idle.remove(self)
                             return
-                    self.go.acquire()  # taken just now: its job is coming
-                job = self.job
-                if job is None:
-                    return
-                self.out = job()
+                    self.go.acquire()  # taken just now: its calls are coming
+                while self.k < len(self.calls):
+                    c = self.calls[self.k]
+                    c.run(compare=True)
+                    with _lock:  # the caller gives up on a call only under this lock
+                        if self.abandoned:  # it did: the owner may be called again
+                            _hung.pop(c.owner or "", None)
+                            if c.edits and len(_reports) < _MAX_REPORTS:
+                                _reports.append(f"{c.what} returned after it was abandoned "
+                                                "for hanging; meanwhile the process changed "
+                                                f"{'; '.join(c.edits)}")  # fmt: skip
+                            return
+                        self.k, self.started = self.k + 1, monotonic()
                 self.done.release()
-                if self.abandoned:
-                    what = _eg._abandoned.get(ident, "a plugin call")
-                    edits = getattr(self.out, "edits", None)
-                    edits = [*(edits or ()), *getattr(self.out, "unsure", ())]
-                    if edits and len(_eg._late) < 64:
-                        _eg._late.append(f"{what}, abandoned for hanging, {'; '.join(edits)}")
-                    return  # its caller gave up on it: nobody will hand it work again
         finally:
             _plugin_threads.discard(ident)
-            if _eg._abandoned.pop(ident, None) is not None:
-                _leave()
 
 
-def _take() -> _Worker:
+def _batch(calls: list[_Call], limit: float, ends: float) -> tuple[int, PluginFault | None]:
+    """Run ``calls`` on one worker, each within ``limit`` and all by ``ends``: how many
+    finished, and the fault of the one past its limit, abandoned with its worker."""
     global _busy
     while True:
-        with _slots:
+        with _lock:
             if _busy < _MAX_WORKERS:
                 _busy += 1
+                w = _idle.pop() if _idle else None
                 break
-        # every busy worker is bounded by its caller's limit: a slot frees soon
-        import time
+        import time  # every busy worker is bounded by its caller's limit: a slot frees soon
 
         time.sleep(0.001)
-    with _pool_lock:
-        if _idle:
-            return _idle.pop()
-    return _Worker()
-
-
-def _release_slot() -> None:
-    global _busy
-    with _slots:
+    w = w or _Worker()
+    w.calls, w.k, w.started = calls, 0, monotonic()
+    w.go.release()
+    try:
+        while not w.done.acquire(True, max(min(w.started + limit, ends) - monotonic(), 0.001)):
+            with _lock:  # the worker moves on only under this lock: k and started agree
+                if monotonic() >= min(w.started + limit, ends) and w.k < len(calls):
+                    w.abandoned, _busy = True, _busy - 1
+                    return w.k, _hung_fault(calls[w.k], limit, ends <= w.started + limit)
+    except BaseException:  # a real Ctrl-C while waiting: the program stops
+        with _lock:
+            w.abandoned, _busy = True, _busy - 1
+        raise
+    with _lock:
         _busy -= 1
-
-
-def _give_back(w: _Worker) -> None:
-    w.job = None
-    w.out = None
-    _release_slot()
-    with _pool_lock:
+        w.calls, w.k = [], 0
         _idle.append(w)
+    return len(calls), None
 
 
-def _abandon(w: _Worker, what: str) -> list[str]:
-    """Give up on a worker past its limit: what it wrote so far is undone (the names), its
-    later writes are refused, and the writers stay wrapped until its call ends."""
-    w.abandoned = True
-    _release_slot()
-    if not w.ident:
-        return []  # pragma: no cover - a worker sets its ident before it takes a job
-    _enter()  # left when the abandoned call returns, if ever
-    _frames.pop(w.ident, None)
-    with _eg._env_lock:
-        _eg._abandoned[w.ident] = what
-        writes = _recorders.get(w.ident)
-        return _undo(dict(writes), w.ident) if writes else []
+def _hung_fault(c: _Call, limit: float, cut: bool) -> PluginFault:
+    """The fault of a call abandoned for hanging; its owner is marked hung (``_lock`` held,
+    so that its worker, which unmarks it when the call returns, cannot come first)."""
+    why, knob = f"did not return within {limit:g} s", "HWBACKENDS_TIMEOUT"
+    if cut:
+        why, knob = "was cut at the selection's overall deadline", "HWBACKENDS_DEADLINE"
+    if c.owner is not None:
+        _hung[c.owner] = (
+            f"{c.what} {why} earlier in this process and is still running; the plugin is not "
+            f"called again until that call returns (raise {knob} if it is only slow)"
+        )
+    return PluginFault(f"{c.what} {why} and was abandoned (it may hang); raise {knob} if it "
+                       "is only slow")  # fmt: skip
 
 
-def _monotonic() -> float:
-    from time import monotonic
-
-    return monotonic()
+def call_many(
+    jobs: Sequence[Job],
+    *,
+    timeout: float | None = None,
+    passthrough: tuple[type[BaseException], ...] = (),
+) -> list[tuple[bool, Any]]:
+    """Several plugin calls on one worker (one thread hand-off for the lot), each with its own
+    time limit. A job is ``(what, fn)`` or ``(what, fn, owner)``. Returns ``(True, value)`` or
+    ``(False, PluginFault)`` per job, in order; after one that hangs the rest go on."""
+    limit = timeout_from(os.environ) if timeout is None else timeout
+    ident = _thread.get_ident()
+    scope = _scopes.get(ident)
+    strict = scope.strict if scope is not None else None
+    if strict is None:  # outside a selection: as os.environ says (a typo is not strict)
+        strict = (os.environ.get("HWBACKENDS_STRICT") or "").strip().lower() in _TRUE
+    ends = scope.ends if scope is not None else _INF
+    nested = ident in _plugin_threads or ident in _inline  # plugin code calling back
+    calls, i = [_Call(j) for j in jobs], 0
+    faults: dict[int, PluginFault] = {}
+    while i < len(calls):
+        with _lock:
+            todo: list[_Call] = []
+            for c in calls[i:]:
+                if c.owner in _hung:
+                    break
+                todo.append(c)
+            if not todo:  # the next call's owner hangs in an earlier call: not called
+                faults[i], i = PluginFault(_hung[calls[i].owner or ""]), i + 1
+                continue
+        if nested:  # plugin code calling back: here, under its caller's limit
+            for c in todo:
+                c.run(compare=False)
+            i += len(todo)
+        elif limit <= 0:  # no limit: here
+            _inline.add(ident)
+            try:
+                for c in todo:
+                    c.run(compare=True)
+            finally:
+                _inline.discard(ident)
+            i += len(todo)
+        elif monotonic() >= ends:
+            for k, c in enumerate(todo, i):
+                faults[k] = PluginFault(f"{c.what} was not called: the selection's overall "
+                                        "deadline (HWBACKENDS_DEADLINE) had passed")  # fmt: skip
+            i += len(todo)
+        else:
+            done, fault = _batch(todo, limit, ends)
+            i += done
+            if fault is not None:
+                faults[i], i = fault, i + 1
+    out: list[tuple[bool, Any]] = []
+    for k, c in enumerate(calls):
+        try:
+            if k in faults:
+                raise faults[k]
+            out.append((True, c.settle(strict, passthrough, ctrl_c=limit <= 0 and not nested)))
+        except PluginFault as fault:
+            out.append((False, fault))
+    return out
 
 
 def call(
@@ -353,211 +425,21 @@ def call(
     passthrough: tuple[type[BaseException], ...] = (),
     owner: str | None = None,
 ) -> _T:
-    """Run plugin code ``fn``; raise ``PluginFault`` for any failure, hang or env edit.
+    """Run plugin code ``fn``; raise ``PluginFault`` for any failure or hang.
 
     ``what`` names the call in messages (``"acme.probe()"``). ``timeout`` defaults to
     ``HWBACKENDS_TIMEOUT`` from ``os.environ``. ``passthrough`` exceptions propagate as they are.
-    ``owner`` (a backend's name or entry point) is not called again once one of its calls hung.
-    """
-    limit = timeout_from(os.environ) if timeout is None else timeout
-    if owner is not None and owner in _hung:
-        raise PluginFault(_hung[owner])
-    ident = _thread.get_ident()
-    # no limit asked, or called from plugin code (a worker, or an inline call with no limit,
-    # such as the built-in cpu's): the enclosing call's limit covers it
-    inline = limit <= 0 or ident in _plugin_threads or ident in _recorders
-    _enter()
-    try:
-        if inline:
-            out = _run(fn, _monotonic() + DEFAULT_TIMEOUT)
-        else:
-            w = _take()
-            w.job = partial_run(fn, _monotonic() + limit, ident)
-            w.go.release()
-            try:
-                finished = w.done.acquire(True, limit)
-            except BaseException:  # a real Ctrl-C while waiting: the program stops
-                _abandon(w, what)
-                raise
-            if not finished:
-                undone = _abandon(w, what)
-                raise _hung_fault(what, limit, owner, undone)
-            out = w.out
-            _give_back(w)
-        return _settle(what, out, inline=inline, limit=limit, passthrough=passthrough)  # type: ignore[no-any-return]
-    finally:
-        _leave()
-
-
-def partial_run(
-    fn: Callable[[], Any], deadline: float, caller: int | None = None
-) -> Callable[[], _Outcome]:
-    return lambda: _run(fn, deadline, caller)
-
-
-def _settle(
-    what: str,
-    out: _Outcome,
-    *,
-    inline: bool,
-    limit: float,
-    passthrough: tuple[type[BaseException], ...] = (),
-) -> Any:
-    """The value of one finished call, or the ``PluginFault`` that says what went wrong.
-
-    Runs no plugin code: the exception's type and text were read on the plugin's thread, and
-    classes are compared with ``issubclass`` on the real type (not ``isinstance``, which would
-    read a ``__class__`` the plugin may define)."""
-    changed = _undo(out.writes, out.ident)
-    for edit in out.unsure:
-        if len(_eg._late) < 64:
-            _eg._late.append(
-                f"while {what} ran beside another thread of the application, the process "
-                f"{edit}: neither put back nor blamed on the plugin (either may have done it)"
-            )
-    if out.failed:
-        t = out.exc_type or BaseException
-        if passthrough and issubclass(t, passthrough):
-            raise out.value
-        if issubclass(t, PluginFault):  # raised by hwbackends' own checks inside the call
-            raise out.value
-        if inline and issubclass(t, KeyboardInterrupt) and limit <= 0:
-            raise out.value  # inline, a Ctrl-C cannot be told from the plugin's own
-        if issubclass(t, ResultError):
-            raise PluginFault(out.text.partition(": ")[2], None)
-        raise PluginFault(f"{what} raised {out.text}", out.tb)
-    problems = []
-    if changed:
-        problems.append(f"changed os.environ ({', '.join(changed)})")
-    problems.extend(out.edits)
-    if problems:
-        raise PluginFault(
-            f"{what} {'; '.join(problems)}; a plugin must not change the environment or "
-            "process-wide state of the process that imports or probes it"
-        )
-    return out.value
-
-
-def call_many(
-    jobs: Sequence[tuple[str, Callable[[], Any]] | tuple[str, Callable[[], Any], str | None]],
-    *,
-    timeout: float | None = None,
-) -> list[tuple[bool, Any]]:
-    """Several plugin calls on one worker, each with its own time limit: one thread hand-off
-    for the lot instead of one per call (a hand-off can wait for the interpreter's switch
-    interval in a busy process). A job is ``(what, fn)`` or ``(what, fn, owner)``. Returns
-    ``(True, value)`` or ``(False, PluginFault)`` per job, in order; a call that hangs is
-    abandoned with its worker and the rest go to a new one."""
-    limit = timeout_from(os.environ) if timeout is None else timeout
-    results: list[tuple[bool, Any]] = []
-
-    def owner_of(job: Sequence[Any]) -> str | None:
-        return job[2] if len(job) > 2 else None
-
-    ident = _thread.get_ident()
-    if limit <= 0 or ident in _plugin_threads or ident in _recorders or len(jobs) < 2:
-        for job in jobs:
-            try:
-                results.append((True, call(job[0], job[1], timeout=limit, owner=owner_of(job))))
-            except PluginFault as fault:
-                results.append((False, fault))
-        return results
-    from time import monotonic
-
-    _enter()
-    try:
-        while len(results) < len(jobs):
-            job = jobs[len(results)]
-            owner = owner_of(job)
-            if owner is not None and owner in _hung:
-                results.append((False, PluginFault(_hung[owner])))
-                continue
-            batch = []
-            for job in jobs[len(results) :]:
-                if owner_of(job) is not None and owner_of(job) in _hung:
-                    break
-                batch.append(job)
-            progress = [0, monotonic()]  # the job running now, and when it started
-            outcomes: list[_Outcome] = []
-
-            # bound as defaults: an abandoned worker still running an earlier batch writes
-            # only into that batch's lists, never into this one's
-            def run_batch(
-                batch: Sequence[Any] = batch,
-                progress: list[Any] = progress,
-                outcomes: list[_Outcome] = outcomes,
-            ) -> None:
-                for k, job in enumerate(batch):
-                    progress[0], progress[1] = k, monotonic()
-                    outcomes.append(_run(job[1], progress[1] + limit, ident))
-
-            w = _take()
-            w.job = run_batch
-            w.go.release()
-            try:
-                while True:
-                    k, started = progress
-                    if w.done.acquire(True, max(started + limit - monotonic(), 0.001)):
-                        break
-                    if progress[0] == k and monotonic() - progress[1] >= limit:
-                        break  # job k has run past its limit
-            except BaseException:  # a real Ctrl-C while waiting
-                _abandon(w, batch[int(progress[0])][0])
-                raise
-            settled = list(outcomes)  # a worker past its limit may still append: this copy
-            finished = len(settled) == len(batch)
-            undone: list[str] = []
-            if not finished:
-                undone = _abandon(w, batch[len(settled)][0])
-            for job, out in zip(batch, settled, strict=False):
-                try:
-                    results.append((True, _settle(job[0], out, inline=False, limit=limit)))
-                except PluginFault as fault:
-                    results.append((False, fault))
-            if finished:
-                _give_back(w)
-            else:
-                job = batch[len(settled)]
-                results.append((False, _hung_fault(job[0], limit, owner_of(job), undone)))
-        return results
-    finally:
-        _leave()
-
-
-def _hung_fault(
-    what: str, limit: float, owner: str | None, undone: list[str] | None = None
-) -> PluginFault:
-    wrote = f"; its writes to {', '.join(undone)} were undone" if undone else ""
-    fault = PluginFault(
-        f"{what} did not return within {limit:g} s and was abandoned (it may hang){wrote}; "
-        "raise HWBACKENDS_TIMEOUT if it is only slow"
-    )
-    if owner is not None:
-        _hung[owner] = (
-            f"{what} did not return within {limit:g} s earlier in this process; the plugin is "
-            "not called again until hwbackends.reset() (raise HWBACKENDS_TIMEOUT if it is "
-            "only slow)"
-        )
-    return fault
-
-
-def forget_hung() -> None:
-    """Let plugins that hung be called again (``hwbackends.reset``)."""
-    _hung.clear()
-
-
-def late_writes() -> list[str]:
-    """Environment writes refused to abandoned calls, and the edits such a call was found to
-    have made when it returned, since the last ask (then forgotten)."""
-    out = list(_eg._late)
-    del _eg._late[: len(out)]
-    return out
+    ``owner`` (a backend's name) is not called while an earlier call of it hangs."""
+    ((ok, value),) = call_many([(what, fn, owner)], timeout=timeout, passthrough=passthrough)
+    if not ok:
+        raise value
+    return value  # type: ignore[no-any-return]
 
 
 def running_plugin_code() -> bool:
     """Whether the calling thread is running a plugin call right now (or is a worker)."""
     ident = _thread.get_ident()
-    return ident in _plugin_threads or ident in _recorders
+    return ident in _plugin_threads or ident in _inline
 
 
 def refuse_nested() -> None:
@@ -578,65 +460,28 @@ def refuse_nested() -> None:
 # -- fork ----------------------------------------------------------------------------------
 
 
-_FORK_IMPORT_WAIT_S = 2.0  # how long a fork waits for another thread's import to finish
-
-
-def _importing_elsewhere(ident: int) -> bool:
-    """Whether a thread other than ``ident`` holds a module's import lock: it is running that
-    module's import (read from the import system's table of module locks, where present). A
-    worker abandoned for hanging does not count: its import may never end."""
-    locks = getattr(sys.modules.get("_frozen_importlib"), "_module_locks", None)
-    try:
-        refs = list(locks.values()) if isinstance(locks, dict) else []
-        for ref in refs:
-            owner = getattr(ref() if callable(ref) else ref, "owner", None)
-            if owner is not None and owner != ident and owner not in _eg._abandoned:
-                return True
-    except Exception:  # pragma: no cover - another Python's internals: no wait
-        return False
-    return False
-
-
 def _before_fork() -> None:
-    # Wait (bounded by each call's own limit) until no other thread runs plugin code: a fork
-    # in the middle of a plugin's import would leave the child with that module's import lock
-    # held by a thread that does not exist there, or a half-initialised module. The same holds
-    # for any import under way in another thread, such as the selection's own lazy imports
-    # right after a plugin call (the child then hangs importing that module): wait for those
-    # too, at most _FORK_IMPORT_WAIT_S.
+    # A fork in the middle of a plugin's import (or the selection's own lazy imports around
+    # it) leaves the child that module's lock held by a thread it does not have: wait a
+    # little for hwbackends' own work in other threads, never for the application's.
     ident = _thread.get_ident()
-    if ident in _plugin_threads or ident in _recorders:
+    if ident in _plugin_threads or ident in _inline:
         return  # plugin code forking: it cannot wait for itself
     import time
 
-    give_up: float | None = None
-    while True:
-        now = time.monotonic()
-        waiting = [
-            t for t, deadline in list(_running.items()) if t != ident and deadline > now
-            and t not in _eg._abandoned
-        ]  # fmt: skip
-        if not waiting:
-            if not _importing_elsewhere(ident):
-                return
-            if give_up is None:
-                give_up = now + _FORK_IMPORT_WAIT_S
-            elif now >= give_up:
-                return
+    give_up = monotonic() + _FORK_WAIT_S
+    while (_busy or _inline or len(_scopes) > (ident in _scopes)) and monotonic() < give_up:
         time.sleep(0.002)
 
 
 def _after_fork_in_child() -> None:
-    # Only the forking thread survives: workers and their locks belong to the parent.
-    global _pool_lock, _slots, _busy
-    _pool_lock = _thread.allocate_lock()
-    _slots = _thread.allocate_lock()
-    _busy = 0
-    _idle.clear()
-    _plugin_threads.clear()
-    _running.clear()
-    _frames.clear()
-    _eg.reset_after_fork()
+    # Only the forking thread survives: workers, hung calls and their locks are the parent's.
+    global _lock, _busy
+    _lock, _busy, me = _thread.allocate_lock(), 0, _scopes.get(_thread.get_ident())
+    for state in (_idle, _plugin_threads, _inline, _hung, _scopes):
+        state.clear()
+    if me is not None:
+        _scopes[_thread.get_ident()] = me
 
 
 if hasattr(os, "register_at_fork"):

@@ -4,7 +4,6 @@ Pure: read from the mapping given, standard library only, no plugin code."""
 
 from __future__ import annotations
 
-from hwbackends._base.guard import DEFAULT_TIMEOUT, timeout_from
 from hwbackends._base.record import frozen
 
 TYPE_CHECKING = False
@@ -25,7 +24,53 @@ SETTINGS_VARS = (
     "HWBACKENDS_DISCOVERY",
     "HWBACKENDS_NO_CACHE",
     "HWBACKENDS_TIMEOUT",
+    "HWBACKENDS_DEADLINE",
 )
+
+#: Seconds a single plugin call may take before it is reported as hanging.
+DEFAULT_TIMEOUT = 30.0
+#: Seconds one whole selection may spend in plugin code (every load, probe and devices()).
+DEFAULT_DEADLINE = 60.0
+#: The smallest limit accepted: below it not even a thread hand-off fits, and every plugin
+#: would be reported hanging.
+MIN_TIMEOUT = 0.01
+_OFF = ("0", "off", "none")
+
+
+def seconds_from(env: Mapping[str, str], name: str, default: float) -> float:
+    """A number of seconds from ``env[name]`` (``HWBACKENDS_TIMEOUT``, ``HWBACKENDS_DEADLINE``);
+    0 for no limit (``0``, ``off``, ``none``), ``default`` when unset or empty."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return default
+    if raw.lower() in _OFF:
+        return 0.0
+    try:
+        value = float(raw) if len(raw) < 40 else -1.0
+    except ValueError:
+        value = -1.0
+    from hwbackends._base.errors import SettingsError
+
+    fix = f"set {name}={default:g} (the default) or unset it"
+    if not 0 < value < 1e6:  # also refuses nan and inf
+        raise SettingsError(
+            f"{name}={raw[:40]!r} is not a number of seconds{close_matches(raw.lower(), _OFF)}",
+            "a positive number of seconds, or 0 / off for no limit",
+            fix,
+        )
+    if value < MIN_TIMEOUT:
+        raise SettingsError(
+            f"{name}={raw!r} is too small for any plugin call to finish in "
+            "(a thread hand-off alone can take 5 ms)",
+            f"at least {MIN_TIMEOUT:g} seconds, or 0 / off for no limit",
+            fix,
+        )
+    return value
+
+
+def timeout_from(env: Mapping[str, str]) -> float:
+    """``HWBACKENDS_TIMEOUT`` as seconds (0: no limit, run inline)."""
+    return seconds_from(env, "HWBACKENDS_TIMEOUT", DEFAULT_TIMEOUT)
 
 
 def _names(value: str | None) -> frozenset[str] | None:
@@ -56,6 +101,7 @@ class Settings:
     debug: bool = False
     host_file: str | None = None
     timeout: float = DEFAULT_TIMEOUT  # seconds per plugin call; 0: no limit
+    deadline: float = DEFAULT_DEADLINE  # seconds in plugin code per selection; 0: no limit
     no_cache: bool = False
     discovery: str = "auto"
 
@@ -71,6 +117,7 @@ class Settings:
             debug=truthy(env.get("HWBACKENDS_DEBUG"), "HWBACKENDS_DEBUG"),
             host_file=env.get("HWBACKENDS_HOST") or None,
             timeout=timeout_from(env),
+            deadline=seconds_from(env, "HWBACKENDS_DEADLINE", DEFAULT_DEADLINE),
             no_cache=truthy(env.get("HWBACKENDS_NO_CACHE"), "HWBACKENDS_NO_CACHE"),
             discovery=_choice(env.get("HWBACKENDS_DISCOVERY"), "HWBACKENDS_DISCOVERY"),
         )

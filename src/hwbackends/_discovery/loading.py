@@ -11,9 +11,9 @@ import _thread
 import os
 import sys
 import time
-from functools import partial
+from functools import partial, wraps
 
-from hwbackends._base.guard import PluginFault, call, call_many, describe, forget_hung, plain
+from hwbackends._base.guard import PluginFault, Scope, call, call_many, describe, plain
 from hwbackends._base.protocol import API_VERSION
 from hwbackends._base.record import frozen
 from hwbackends._base.settings import Settings, allowed, disabled_reason
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from hwbackends._base.protocol import Backend
 
     _T = TypeVar("_T")
+    _Select = TypeVar("_Select", bound=Callable[..., Any])
 
 Broken = PluginFault  # what every guarded plugin call raises
 
@@ -43,6 +44,20 @@ def guarded(
     every environment write the plugin's own thread made become ``Broken``; once a call of
     ``owner`` hangs, its later calls fail at once."""
     return call(what, fn, timeout=timeout, passthrough=passthrough, owner=owner)
+
+
+def selecting(select: _Select) -> _Select:
+    """Decorates ``Registry.select(env, host, settings)``: its plugin calls end by the overall
+    deadline (``HWBACKENDS_DEADLINE``), and under ``HWBACKENDS_STRICT=1`` an edit a plugin
+    call makes is a fault, as a broken plugin is."""
+
+    @wraps(select)
+    def run(self: Any, env: Mapping[str, str], host: Any, settings: Settings | None = None) -> Any:
+        s = Settings.from_env(env) if settings is None else settings
+        with Scope(s.deadline, s.strict):
+            return select(self, env, host, s)
+
+    return run  # type: ignore[return-value]
 
 
 def api_problem(cls: type, dist: str = "the plugin") -> str | None:
@@ -492,8 +507,7 @@ def forget() -> None:
     global _default
     _default = None
     INSTANCES.clear()
-    _declared.clear()
-    forget_hung()
+    _declared.clear()  # a plugin whose call still hangs stays refused (the guard's hung list)
 
 
 def _after_fork_in_child() -> None:

@@ -239,11 +239,13 @@ def declared_variables(backend: Backend, name: str, limit: float | None) -> tupl
 
     :raises Broken: when the declaration is not a rule, or reading it fails.
     """
-    from hwbackends._base.guard import plain
+    from hwbackends._base.guard import plain, watch
     from hwbackends._visibility.explain import rule_of
 
     rule = guarded(f"{name}.visibility", lambda: rule_of(backend), timeout=limit, owner=name)
-    return tuple(plain(v) for v in rule.variables if isinstance(v, str))
+    names = tuple(plain(v) for v in rule.variables if isinstance(v, str))
+    watch(names)  # the guard reports a plugin call's change of them from now on
+    return names
 
 
 def visibility_of(

@@ -2,9 +2,9 @@
 points (``current``, ``explain``, ``get``) over the default registry.
 
 Every plugin runs behind a guard: an import that fails, a class that does not satisfy the
-protocol, a probe that raises or returns the wrong type, a name claimed twice, a plugin that
-edits ``os.environ``: each is recorded as a broken ``BackendStatus`` and skipped. Strict mode
-(``HWBACKENDS_STRICT=1``) turns any of them into a ``PluginError`` after the report is made.
+protocol, a probe that raises or returns the wrong type, a name claimed twice: each is
+recorded as a broken ``BackendStatus`` and skipped. Strict mode (``HWBACKENDS_STRICT=1``)
+turns any of them into a ``PluginError`` after the report is made.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ from hwbackends._base.errors import (
 )
 from hwbackends._base.guard import (
     call_many,
-    late_writes,
     refuse_nested,
+    take_reports,
+    working,
 )
 from hwbackends._base.protocol import Device, Probe
 from hwbackends._base.settings import (
@@ -44,6 +45,7 @@ from hwbackends._discovery.loading import (
     clash_message,
     default_plugins,
     resolve_claims,
+    selecting,
 )
 from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
@@ -148,6 +150,7 @@ class Registry(Plugins):
                 fix=f"reinstall or update {spec.dist}, or run `hwbackends plugins --check`",
             ) from None
 
+    @selecting
     def select(
         self, env: Mapping[str, str], host: Host, settings: Settings | None = None
     ) -> SelectionReport:
@@ -361,7 +364,7 @@ class Registry(Plugins):
         for p in hardware_unready:
             fix = f" Fix: {p.hint}" if p.hint else ""
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
-        warnings.extend(late_writes())
+        warnings.extend(take_reports())
         warnings.extend(unserved)
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
@@ -483,6 +486,7 @@ def resolve_inputs(
     return env, host, settings
 
 
+@working  # a fork in another thread waits for it (briefly): no lazy import cut in half
 def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -> SelectionReport:
     """The selection report: every candidate, its probe, the rule that decided, timings.
 

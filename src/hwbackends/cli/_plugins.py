@@ -41,6 +41,11 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         )
     else:
         emit(fit("\n".join(render_backends(report, _Style(sys.stdout), report.debug))))
+    if args.check:  # the edits plugin calls were seen to make: warnings, not failures
+        from hwbackends._base.guard import NOT_UNDONE
+
+        for w in (w for w in report.warnings if NOT_UNDONE in w):
+            print(f"hwbackends: warning: {w}", file=sys.stderr)
     if args.check and report.broken:
         names = ", ".join(f"{b.name} ({b.source})" for b in report.broken)
         print(f"hwbackends: broken plugin(s): {names}", file=sys.stderr)

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-# The selection cache (hwbackends._selection.cache) is tested on its own in tests/test_fast.py
-# and tests/test_cache_key.py; everywhere else each test must see a fresh selection, in this
-# process and in the ones it starts.
+# The selection cache (hwbackends._selection.cache) is tested on its own in tests/test_cache.py;
+# everywhere else each test must see a fresh selection, in this process and in the ones it
+# starts.
 os.environ["HWBACKENDS_NO_CACHE"] = "1"
 
 # pytest-xdist's workers set COLUMNS=80 and LINES=24; a command's output width must not depend

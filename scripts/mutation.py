@@ -67,17 +67,15 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "guard": (
         ("_base/guard.py",),
         (
-            "tests/test_planted_bugs.py",
             "tests/test_guard.py",
             "tests/test_guard_reports.py",
-            "tests/test_guard_two.py::test_a_backend_whose_call_hangs_is_not_called_again_while_it_runs_across_reset",
             "tests/test_reliability.py::test_a_batch_of_plugin_calls_survives_one_that_hangs",
             "tests/test_registry.py",
         ),
     ),
     "cache": (
         ("_selection/cache.py",),
-        ("tests/test_cache_key.py", "tests/test_fast.py"),
+        ("tests/test_cache.py",),
     ),
     "target": (
         ("_selection/target.py",),
@@ -100,7 +98,6 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "pci": (
         ("plugin.py", "_machine/evidence.py", "_base/files.py"),  # only FUNCTIONS["pci"]
         (
-            "tests/test_mutants_envguard_pci.py",
             "tests/test_plugin_helpers.py",
             "tests/test_evidence.py",
             "tests/test_host.py",

@@ -4,8 +4,7 @@ descriptors. Reported naming the call, never undone (nothing tells the plugin's 
 another thread of the application made meanwhile); a fault only under ``HWBACKENDS_STRICT=1``.
 The application's own writes are never touched.
 
-Before this design the guard put edits back and marked the plugin broken for them (the undo
-tests these replace: test_guard_two.py, test_guard_company.py, test_reliability.py)."""
+Before this design the guard put edits back and marked the plugin broken for them ."""
 
 from __future__ import annotations
 

@@ -1,20 +1,22 @@
-"""The selection cache in this process: its key, its folder and file checks, its answers.
-
-tests/test_fast.py and tests/test_reliability.py check the cache end to end in child
-processes; these check the same decisions where a planted bug shows at once (and where
-``scripts/mutation.py`` can see them), without root and without the user's real cache.
+"""The selection cache: its key, its folder and file checks, its answers, in this process
+(where a planted bug shows at once and ``scripts/mutation.py`` can see it, without root and
+without the user's real cache) and end to end in child processes (hits skip every plugin
+import, any relevant change misses, a transient failure is never stored);
+tests/test_reliability.py checks it under hostile files and concurrent processes.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import stat
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from coretest import pci_function
+from coretest import Site, clean_env, good_plugin, pci_function, run_python
 
 import hwbackends
 from hwbackends._selection import cache
@@ -410,3 +412,221 @@ def test_a_watched_variable_changes_the_watched_detail(monkeypatch: pytest.Monke
     before = cache._key(cache.detail(watch))
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     assert cache._key(cache.detail(watch)) != before
+
+
+# A plugin that is available on any machine (the real reader, so the selection cache is used),
+# and fails while the file MARK exists: its probe raises EAGAIN, or runs past the limit.
+ACME = """
+import errno, os, time
+from typing import ClassVar
+from hwbackends import Device, Probe
+from hwbackends.plugin import BaseBackend
+
+MARK = {mark!r}
+MODE = {mode!r}
+
+class Backend(BaseBackend):
+    name: ClassVar[str] = "acme"
+    api_version: ClassVar[int] = 1
+    device_type: ClassVar[str] = "acme"
+    priority: ClassVar[int] = 95
+
+    def probe(self, host):
+        if os.path.exists(MARK):
+            if MODE == "eagain":
+                raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+            time.sleep(3)
+        return Probe("acme", True, True, "acme hardware found", None, ("test",))
+
+    def devices(self, host, env):
+        return [Device("acme", "acme", 0, 0)]
+"""
+REPORT = (
+    "import json, hwbackends, hwbackends._selection.cache as c\n"
+    "b = hwbackends.current()\n"
+    "last = c.LAST\n"
+    "r = hwbackends.explain()\n"
+    "print(json.dumps({'current': b.name, 'last': last, 'explain': r.chosen,\n"
+    "                  'after': hwbackends.current().name, 'warnings': list(r.warnings)}))\n"
+)
+
+
+def _run(code: str, env: dict[str, str], timeout: float = 90) -> dict[str, object]:
+    out = run_python("-c", code, env=env, timeout=timeout)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    got["stderr"] = out.stderr
+    return dict(got)
+
+
+def _acme_site(tmp_path: Path, mode: str, extra: str = "") -> tuple[Path, Path]:
+    s = Site(tmp_path / "site")
+    s.path.mkdir()
+    mark = tmp_path / "fail-now"
+    s.add_plugin("acme", ACME.format(mark=str(mark), mode=mode))
+    if extra:
+        s.add_plugin("beta", extra)
+    return s.path, mark
+
+
+BETA_UNREADY = (
+    good_plugin("beta", 10)
+    + "    def probe(self, host):\n"
+    + "        from hwbackends import Probe\n"
+    + "        return Probe('beta', True, False, 'beta driver not loaded', 'load it', ())\n"
+)
+
+
+@pytest.mark.parametrize("mode", ["eagain", "timeout"])
+def test_a_transient_failure_is_not_cached_and_the_next_processes_get_the_accelerator(
+    tmp_path: Path, mode: str
+) -> None:
+    site, mark = _acme_site(tmp_path, mode)
+    env = clean_env(
+        PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"), HWBACKENDS_TIMEOUT="1"
+    )
+    mark.write_text("")
+    first = _run(REPORT, env)
+    assert (first["current"], first["explain"]) == ("cpu", "cpu"), first
+    mark.unlink()  # the plugin is healthy from now on
+    second = _run(REPORT, env)
+    third = _run(REPORT, env)
+    for got in (second, third):
+        assert got["current"] == got["explain"] == got["after"] == "acme", got
+    assert (second["last"], third["last"]) == ("miss", "hit")
+
+
+def test_current_and_explain_never_disagree_when_a_cached_answer_goes_stale(
+    tmp_path: Path,
+) -> None:
+    site, mark = _acme_site(tmp_path, "eagain")
+    env = clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    assert _run(REPORT, env)["current"] == "acme"  # stored: a settled answer
+    mark.write_text("")  # now its probe fails: the cache still says acme
+    got = _run(REPORT, env)
+    assert got["last"] == "hit" and got["current"] == "acme"
+    assert got["explain"] == got["after"] == "cpu", got  # one answer from here on
+    assert any("current() answered 'acme' earlier" in w for w in got["warnings"])  # type: ignore[union-attr]
+    mark.unlink()
+    again = _run(REPORT, env)  # the stale answer was dropped: a full selection again
+    assert again["last"] == "miss" and again["current"] == "acme"
+
+
+def test_a_cache_hit_warns_when_the_stored_selection_had_caveats(tmp_path: Path) -> None:
+    site, _ = _acme_site(tmp_path, "eagain", BETA_UNREADY)
+    env = clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    first = _run(REPORT, env)
+    assert first["last"] == "miss" and "beta: beta driver not loaded" in " ".join(
+        first["warnings"]  # type: ignore[arg-type]
+    )
+    second = _run(REPORT, env)
+    assert second["last"] == "hit"
+    assert "answered 'acme' from the selection cache" in str(second["stderr"])
+    assert "beta: beta driver not loaded" in str(second["stderr"])
+
+
+PROBE = (
+    "import sys, json, hwbackends, hwbackends._selection.cache as f\n"
+    "b = hwbackends.current()\n"
+    "heavy = sorted(m for m in sys.modules if m.startswith(('hwbackends_', 'dataclasses', "
+    "'typing', 'hwbackends._selection.registry')))\n"
+    "print(json.dumps({'last': f.LAST, 'name': b.name, 'same': b is hwbackends.current(), "
+    "'heavy': heavy}))\n"
+)
+
+
+def run(tmp: Path, site: Path, cwd: Path | None = None, **extra: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
+    env.update({"XDG_CACHE_HOME": str(tmp / "cache"), "PYTHONPATH": str(site), **extra})
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE], capture_output=True, text=True, env=env, cwd=cwd
+    )
+    assert out.returncode == 0, out.stderr
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def test_cache_hit_miss_and_invalidation(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    first = run(tmp_path, site)
+    assert first["last"] == "miss" and first["same"] is True
+    hit = run(tmp_path, site)
+    assert hit["last"] == "hit" and hit["name"] == first["name"] and hit["same"] is True
+    # a hit imports only the chosen backend's plugin: on a CPU machine nothing at all, on a
+    # machine with an accelerator that plugin alone, and never the registry
+    name = str(hit["name"])
+    heavy = [str(m) for m in hit["heavy"]]  # type: ignore[attr-defined]
+    if name == "cpu":
+        assert heavy == []
+    else:
+        assert "hwbackends._selection.registry" not in heavy
+        plugins = {m.split(".")[0] for m in heavy if m.startswith("hwbackends_")}
+        assert plugins <= {f"hwbackends_{name}"}
+    # installing a distribution changes its directory's mtime
+    (site / "newdist-1.0.dist-info").mkdir()
+    os.utime(site, ns=(1, 1))
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    # a variable that selection reads
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="0")["last"] == "miss"
+    # bypass, simulated hosts and strict mode never use it
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="1")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_STRICT="1")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="true")["last"] == "off"
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="false")["last"] == "miss"  # a new key
+    assert run(tmp_path, site, HWBACKENDS_NO_CACHE="false")["last"] == "hit"
+
+
+def test_unreadable_or_corrupt_cache_is_ignored(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    run(tmp_path, site)
+    (cache,) = (tmp_path / "cache" / "hwbackends").iterdir()
+    cache.write_bytes(b"\x00garbage")
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+
+
+def test_unwritable_cache_location_still_answers(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    blocker = tmp_path / "cache"
+    blocker.write_text("a file where the cache directory would be")
+    first, second = run(tmp_path, site), run(tmp_path, site)
+    assert (first["last"], second["last"]) == ("miss", "miss")  # never stored, never fatal
+    assert first["name"] == second["name"]
+
+
+def test_working_directory_and_alternating_environments_keep_hitting(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (site, a, b):
+        d.mkdir()
+    assert run(tmp_path, site, cwd=a)["last"] == "miss"
+    (a / "notes.txt").write_text("a new file in the working directory")
+    assert run(tmp_path, site, cwd=b)["last"] == "hit"
+    assert run(tmp_path, site, cwd=a)["last"] == "hit"
+    # two environments in turn: each keeps its own answer
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    assert run(tmp_path, site, CUDA_VISIBLE_DEVICES="1")["last"] == "hit"
+
+
+def test_declared_variables_and_paths_without_visible_in_their_name_miss(tmp_path: Path) -> None:
+    """The cache watches what installed backends declare (the cuda plugin's
+    CUDA_DEVICE_ORDER, the neuron plugin's NEURON_LOGICAL_NC_CONFIG), not a vendor list."""
+    site = tmp_path / "site"
+    site.mkdir()
+    assert run(tmp_path, site)["last"] == "miss"
+    assert run(tmp_path, site)["last"] == "hit"
+    for var, value in (("CUDA_DEVICE_ORDER", "PCI_BUS_ID"), ("NEURON_LOGICAL_NC_CONFIG", "1")):
+        assert run(tmp_path, site, **{var: value})["last"] == "miss", var
+        assert run(tmp_path, site, **{var: value})["last"] == "hit", var
+    assert run(tmp_path, site, UNRELATED_SETTING="x")["last"] == "hit"
+
+
+def test_watch_lists_come_from_declarations() -> None:
+    from hwbackends._selection.registry import watch_lists
+
+    names, paths = watch_lists()
+    assert "CUDA_DEVICE_ORDER" in names and "proc/driver/nvidia/version" in paths

@@ -17,6 +17,7 @@ from hwbackends import Host, Probe
 from hwbackends.plugin import BaseBackend
 from hwbackends.testing import (
     check_capabilities,
+    check_declarations,
     check_import_is_clean,
     check_probe,
     check_protocol,
@@ -239,6 +240,48 @@ def test_check_protocol_messages() -> None:
 def test_check_probe_messages(cls: type[Good], message: str) -> None:
     assert message in check_probe(cls(), HOST)
     assert check_probe(Good(), HOST) == []
+
+
+class BadDeclarations:
+    name = "omega"
+    vendor = "ac-me"
+    pci_vendor_ids = (0x10000,)
+    pci_device_ids: ClassVar[list[int]] = [0x1]
+    pci_classes = (True,)
+    device_nodes = ("/dev/omega{n}", "a/../b", "x{n}{n}", "omega{n}", "ok")
+    driver_modules = ("",)
+    packages = "torch-omega"
+    watch_paths = ()
+    visibility = "OMEGA_VISIBLE_DEVICES"
+
+
+class NoVendor:
+    pci_vendor_ids = (0x1F2A,)
+    device_nodes: ClassVar[list[str]] = ["omega0"]
+
+
+def test_check_declarations_messages() -> None:
+    assert check_declarations(Good) == []
+    assert check_declarations(BadDeclarations) == [
+        "omega: vendor = 'ac-me'; expected letters, digits and underscores",
+        "omega: pci_vendor_ids = (65536,); expected a tuple of 16-bit integers",
+        "omega: pci_device_ids = [1]; expected a tuple of 16-bit integers",
+        "omega: pci_classes = (True,); expected base classes (0x12) or base class and "
+        "subclass (0x0b40)",
+        *(
+            f"omega: device node pattern {p!r}; expected a name under /dev such as 'acme{{n}}' "
+            "(one {n} at most, no leading /dev/)"
+            for p in ("/dev/omega{n}", "a/../b", "x{n}{n}")
+        ),
+        "omega: driver_modules = ('',); expected a tuple of strings",
+        "omega: packages = 'torch-omega'; expected a tuple of strings",
+        "omega: visibility = 'OMEGA_VISIBLE_DEVICES'; expected a hwbackends.visibility rule "
+        "such as IndexList('ACME_VISIBLE_DEVICES')",
+    ]
+    assert check_declarations(NoVendor) == [
+        "NoVendor: declares pci_vendor_ids but no vendor key for those devices",
+        "NoVendor: device_nodes = ['omega0']; expected a tuple of /dev patterns",
+    ]
 
 
 def test_check_capabilities_messages() -> None:

@@ -25,7 +25,7 @@ from hwbackends._integrations.rank import process_rank
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
-    from hwbackends._base.protocol import Backend
+    from hwbackends._base.protocol import Backend, Device
     from hwbackends._machine.host import Host
 
 __all__ = [
@@ -399,6 +399,66 @@ def launch_plan(
         nproc_per_node = len(t.devices) if t.name != "cpu" else 1
     if t.name == "cpu" and backend is None and (scheduler or nnodes > 1):
         warnings.append(_login_node_warning(t, scheduler, nnodes))
+    slurm_only = _check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint, scheduler)
+    endpoint = parse_endpoint(rdzv_endpoint) if rdzv_endpoint is not None else None
+    problems = [] if elsewhere else _devices_per_node(t, nproc_per_node)
+    problems += _accelerate_problems(t, nproc_per_node * nnodes)
+    problems += check_parallel_sizes(
+        nproc_per_node * nnodes,
+        len(t.devices) if t.name != "cpu" else nproc_per_node,
+        tp_size=tp_size,
+        fsdp_size=fsdp_size,
+    )
+    used = t.devices[:nproc_per_node] if t.name != "cpu" else ()
+    node_env, unset = _pinned_env(t, used, problems)
+    ranks = _rank_plans(t, used, node_env, nproc_per_node, nnodes, node_rank, elsewhere)
+    torchrun, accelerate = _launch_commands(
+        t, node_env, unset, script, (nproc_per_node, nnodes, node_rank), endpoint
+    )
+    from hwbackends.visibility import variables_for
+
+    try:
+        declared = [v for v in variables_for(t.backend) if v.endswith("_VISIBLE_DEVICES")]
+    except HwBackendsError:
+        declared = []
+    from hwbackends._integrations.sbatch import sbatch_scripts, slurm_gres
+
+    sbatch, sbatch_tr = sbatch_scripts(
+        t.name,
+        nnodes,
+        nproc_per_node,
+        script,
+        used_devices=nproc_per_node if elsewhere else len(used),
+        gres=slurm_gres(t.backend),
+        variables=declared,
+    )
+    return LaunchPlan(
+        backend=t.name,
+        collective=t.caps.distributed_backend,
+        nproc_per_node=nproc_per_node,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        node_env=node_env,
+        node_unset=unset,
+        ranks=tuple(ranks),
+        torchrun="" if slurm_only else torchrun,
+        accelerate="" if slurm_only else accelerate,
+        problems=tuple(problems),
+        sbatch=sbatch,
+        sbatch_torchrun=sbatch_tr,
+        warnings=tuple(warnings),
+    )
+
+
+def _check_launch(
+    nproc_per_node: int,
+    nnodes: int,
+    node_rank: int,
+    rdzv_endpoint: str | None,
+    scheduler: str | None,
+) -> bool:
+    """Decides whether the sizes and endpoint describe a launch (raising when they do not),
+    and whether only Slurm can start it (a multi-node sbatch plan without an endpoint)."""
     if nproc_per_node < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
         raise HwBackendsError(
             f"nproc_per_node={nproc_per_node}, nnodes={nnodes}, node_rank={node_rank} do not "
@@ -412,53 +472,60 @@ def launch_plan(
             "HOST:PORT of node 0, reachable from every node",
             "pass --rdzv-endpoint node0.example:29500",
         )
-    endpoint = parse_endpoint(rdzv_endpoint) if rdzv_endpoint is not None else None
-    problems = [] if elsewhere else _devices_per_node(t, nproc_per_node)
-    problems += _accelerate_problems(t, nproc_per_node * nnodes)
-    problems += check_parallel_sizes(
-        nproc_per_node * nnodes,
-        len(t.devices) if t.name != "cpu" else nproc_per_node,
-        tp_size=tp_size,
-        fsdp_size=fsdp_size,
-    )
+    return slurm_only
 
-    node_env: dict[str, str] = {}
-    unset: tuple[str, ...] = ()
-    used = t.devices[:nproc_per_node] if t.name != "cpu" else ()
-    if used:
-        # Pin exactly the devices this node's ranks use, in logical order, so the plan does
-        # not depend on what the launching shell happens to have set.
-        from hwbackends._base.errors import VisibilityError
-        from hwbackends.visibility import visibility_unset
 
-        try:
-            from hwbackends._selection.registry import plugin_call
+def _pinned_env(
+    t: Target, used: Sequence[Device], problems: list[str]
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """Decides the variables that pin exactly the devices this node's ranks use, in logical
+    order, so the plan does not depend on what the launching shell happens to have set: those
+    to set and those to unset (none, with a problem, where the plugin cannot pin them)."""
+    if not used:
+        return {}, ()
+    from hwbackends._base.errors import VisibilityError
+    from hwbackends.visibility import visibility_unset
 
-            picked = [d.physical_index for d in used]
-            node_env = plugin_call(  # plugin code: under the guard, its result copied
-                t.name,
-                "visibility_env",
-                lambda: t.backend.visibility_env(picked, host=t.host, env=t.env),
-                dict,
-                passthrough=(VisibilityError,),
-            )
-            unset = tuple(k for k in visibility_unset(t.backend) if k not in node_env)
-            bad = bad_variable_names([*node_env, *unset])
-            if bad:
-                problems.append(
-                    f"the {t.name} plugin declares invalid environment variable names "
-                    f"({', '.join(bad)}); names are letters, digits and _ and do not start "
-                    "with a digit. This is the plugin's fault: update or report it. The plan "
-                    "pins no devices"
-                )
-                node_env, unset = {}, ()
-        except VisibilityError as exc:  # e.g. tiles the runtime's variable cannot name alone
+    try:
+        from hwbackends._selection.registry import plugin_call
+
+        picked = [d.physical_index for d in used]
+        node_env: dict[str, str] = plugin_call(  # plugin code: under the guard, its result copied
+            t.name,
+            "visibility_env",
+            lambda: t.backend.visibility_env(picked, host=t.host, env=t.env),
+            dict,
+            passthrough=(VisibilityError,),
+        )
+        unset = tuple(k for k in visibility_unset(t.backend) if k not in node_env)
+        bad = bad_variable_names([*node_env, *unset])
+        if bad:
             problems.append(
-                f"the devices cannot be pinned with {t.name}'s visibility variables ({exc}); "
-                "the ranks use LOCAL_RANK over the devices visible now"
+                f"the {t.name} plugin declares invalid environment variable names "
+                f"({', '.join(bad)}); names are letters, digits and _ and do not start "
+                "with a digit. This is the plugin's fault: update or report it. The plan "
+                "pins no devices"
             )
+            return {}, ()
+    except VisibilityError as exc:  # e.g. tiles the runtime's variable cannot name alone
+        problems.append(
+            f"the devices cannot be pinned with {t.name}'s visibility variables ({exc}); "
+            "the ranks use LOCAL_RANK over the devices visible now"
+        )
+        return {}, ()
+    return node_env, unset
 
-    collective = t.caps.distributed_backend
+
+def _rank_plans(
+    t: Target,
+    used: Sequence[Device],
+    node_env: Mapping[str, str],
+    nproc_per_node: int,
+    nnodes: int,
+    node_rank: int,
+    elsewhere: bool,
+) -> list[RankPlan]:
+    """Decides each local rank's global rank, torch device, physical device and environment."""
     ranks = []
     for lr in range(nproc_per_node):
         rank = node_rank * nproc_per_node + lr
@@ -482,7 +549,20 @@ def launch_plan(
                 env=renv,
             )
         )
+    return ranks
 
+
+def _launch_commands(
+    t: Target,
+    node_env: Mapping[str, str],
+    unset: Sequence[str],
+    script: Sequence[str],
+    sizes: tuple[int, int, int],
+    endpoint: tuple[str, int] | None,
+) -> tuple[str, str]:
+    """Decides this node's torchrun and accelerate launch commands, for ``sizes``
+    (nproc_per_node, nnodes, node_rank)."""
+    nproc_per_node, nnodes, node_rank = sizes
     world = nproc_per_node * nnodes
     # Every word is quoted: an endpoint such as `$(cmd):29500`, `*:29500` or `[fd00::1]:29500`
     # must reach torchrun as written, never run a command or glob against the working folder.
@@ -514,41 +594,9 @@ def launch_plan(
         else:
             tr.append(f"--master-addr {shlex.quote(shown)} --master-port {port}")
         acc.append(f"--main_process_ip {shlex.quote(host_)} --main_process_port {port}")
-    torchrun = "" if slurm_only else " ".join(filter(None, [prefix, *tr, cmd]))
-    accelerate = "" if slurm_only else " ".join(filter(None, [prefix, *acc, cmd]))
-    from hwbackends.visibility import variables_for
-
-    try:
-        declared = [v for v in variables_for(t.backend) if v.endswith("_VISIBLE_DEVICES")]
-    except HwBackendsError:
-        declared = []
-    from hwbackends._integrations.sbatch import sbatch_scripts, slurm_gres
-
-    sbatch, sbatch_tr = sbatch_scripts(
-        t.name,
-        nnodes,
-        nproc_per_node,
-        script,
-        used_devices=nproc_per_node if elsewhere else len(used),
-        gres=slurm_gres(t.backend),
-        variables=declared,
-    )
-    return LaunchPlan(
-        backend=t.name,
-        collective=collective,
-        nproc_per_node=nproc_per_node,
-        nnodes=nnodes,
-        node_rank=node_rank,
-        node_env=node_env,
-        node_unset=unset,
-        ranks=tuple(ranks),
-        torchrun=torchrun,
-        accelerate=accelerate,
-        problems=tuple(problems),
-        sbatch=sbatch,
-        sbatch_torchrun=sbatch_tr,
-        warnings=tuple(warnings),
-    )
+    torchrun = " ".join(filter(None, [prefix, *tr, cmd]))
+    accelerate = " ".join(filter(None, [prefix, *acc, cmd]))
+    return torchrun, accelerate
 
 
 def _plan_target(

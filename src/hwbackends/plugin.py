@@ -453,13 +453,6 @@ class BaseBackend:
             return host
         return replace(host, devices=own, drivers=drivers)
 
-    def host_view(self, host: Host) -> Host:
-        """Kept for callers of API 1: the same as :meth:`own_host`.
-
-        :param host: the whole machine.
-        """
-        return self.own_host(host)
-
     def explain_visibility(self, env: Mapping[str, str], host: Host) -> VisibilityReport:
         """How this backend's runtime resolves ``env`` on ``host``, step by step.
 

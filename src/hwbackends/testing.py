@@ -188,16 +188,30 @@ def check_devices_agree(backend: Backend, host: Host, env: Mapping[str, str]) ->
 
 def check_declarations(cls: type) -> list[str]:
     """The hardware declarations the core reads the machine with are well-formed."""
-    from hwbackends.plugin import match_node
-    from hwbackends.visibility import VisibilityRule
-
     name = getattr(cls, "name", cls.__name__)
-    problems = []
+    return [
+        *_vendor_problems(cls, name),
+        *_pci_problems(cls, name),
+        *_node_problems(cls, name),
+        *_string_tuple_problems(cls, name),
+        *_rule_problems(cls, name),
+    ]
+
+
+def _vendor_problems(cls: type, name: str) -> list[str]:
+    """Decides whether the vendor key is a plain word."""
     vendor = getattr(cls, "vendor", None)
     if vendor is not None and (
         not isinstance(vendor, str) or not vendor or not vendor.replace("_", "").isalnum()
     ):
-        problems.append(f"{name}: vendor = {vendor!r}; expected letters, digits and underscores")
+        return [f"{name}: vendor = {vendor!r}; expected letters, digits and underscores"]
+    return []
+
+
+def _pci_problems(cls: type, name: str) -> list[str]:
+    """Decides whether the PCI ids and classes are 16-bit integers, and PCI vendor ids come
+    with a vendor key."""
+    problems = []
     for attr, top in (("pci_vendor_ids", 0xFFFF), ("pci_device_ids", 0xFFFF)):
         ids = getattr(cls, attr, ())
         if not isinstance(ids, tuple) or not all(
@@ -212,31 +226,52 @@ def check_declarations(cls: type) -> list[str]:
             f"{name}: pci_classes = {classes!r}; expected base classes (0x12) or base class "
             "and subclass (0x0b40)"
         )
-    if getattr(cls, "pci_vendor_ids", ()) and not vendor:
+    if getattr(cls, "pci_vendor_ids", ()) and not getattr(cls, "vendor", None):
         problems.append(f"{name}: declares pci_vendor_ids but no vendor key for those devices")
+    return problems
+
+
+def _node_problems(cls: type, name: str) -> list[str]:
+    """Decides whether each /dev pattern is a name under /dev with at most one {n} that
+    matches a name."""
+    from hwbackends.plugin import match_node
+
     nodes = getattr(cls, "device_nodes", ())
     if not isinstance(nodes, tuple) or not all(isinstance(n, str) and n for n in nodes):
-        problems.append(f"{name}: device_nodes = {nodes!r}; expected a tuple of /dev patterns")
-    else:
-        for pat in nodes:
-            if pat.startswith("/") or ".." in pat.split("/") or pat.count("{n}") > 1:
-                problems.append(
-                    f"{name}: device node pattern {pat!r}; expected a name under /dev such as "
-                    "'acme{n}' (one {n} at most, no leading /dev/)"
-                )
-            elif "{n}" in pat and not match_node(pat, pat.replace("{n}", "0")):
-                problems.append(f"{name}: device node pattern {pat!r} matches no name")
+        return [f"{name}: device_nodes = {nodes!r}; expected a tuple of /dev patterns"]
+    problems = []
+    for pat in nodes:
+        if pat.startswith("/") or ".." in pat.split("/") or pat.count("{n}") > 1:
+            problems.append(
+                f"{name}: device node pattern {pat!r}; expected a name under /dev such as "
+                "'acme{n}' (one {n} at most, no leading /dev/)"
+            )
+        elif "{n}" in pat and not match_node(pat, pat.replace("{n}", "0")):
+            problems.append(f"{name}: device node pattern {pat!r} matches no name")
+    return problems
+
+
+def _string_tuple_problems(cls: type, name: str) -> list[str]:
+    """Decides whether driver modules, packages and watched paths are tuples of strings."""
+    problems = []
     for attr in ("driver_modules", "packages", "watch_paths"):
         v = getattr(cls, attr, ())
         if not isinstance(v, tuple) or not all(isinstance(x, str) and x for x in v):
             problems.append(f"{name}: {attr} = {v!r}; expected a tuple of strings")
+    return problems
+
+
+def _rule_problems(cls: type, name: str) -> list[str]:
+    """Decides whether the visibility declaration is one of hwbackends.visibility's rules."""
+    from hwbackends.visibility import VisibilityRule
+
     rule = getattr(cls, "visibility", None)
     if rule is not None and not isinstance(rule, VisibilityRule):
-        problems.append(
+        return [
             f"{name}: visibility = {rule!r}; expected a hwbackends.visibility rule such as "
             "IndexList('ACME_VISIBLE_DEVICES')"
-        )
-    return problems
+        ]
+    return []
 
 
 def check_capabilities(caps: Capabilities, backend: Backend) -> list[str]:

@@ -179,149 +179,17 @@ class Host:
         :param source: what the description is called in error messages and ``source``.
         :raises HostFileError: when a field is unknown or holds a value of the wrong kind.
         """
-        if not isinstance(data, Mapping):
-            raise HostFileError(
-                f"a host description must be a JSON object, got {type(data).__name__} "
-                f"(in {source})",
-                'an object such as {"system": "Linux", "devices": []}',
-                "wrap the fields in one JSON object; docs/hosts/ has examples",
-            )
-        known = {
-            "system",
-            "machine",
-            "torch",
-            "packages",
-            "devices",
-            "cuda_fastest_first",
-            "env",
-            "cpu",
-            "device_nodes",
-            "drivers",
-            "comment",
-            "name",
-            "python",
-            "memory_bytes",
-        }
-        unknown = sorted(set(data) - known)
-        if unknown:
-            raise HostFileError(
-                f"unknown host field(s) {', '.join(map(repr, unknown))} in {source}",
-                f"only {', '.join(sorted(known))}",
-                "remove or rename the field",
-            )
+        _check_fields(data, source)
         system = _get_str(data, "system", "Linux", source)
         machine = _get_str(data, "machine", "x86_64", source)
-
-        torch = None
-        tdata = data.get("torch")
-        if tdata is not None:
-            if not isinstance(tdata, Mapping) or not isinstance(tdata.get("version"), str):
-                raise HostFileError(
-                    f"'torch' in {source} must be an object with a string 'version'",
-                    'for example {"version": "2.8.0+cu128", "cuda": "12.8", "hip": null}',
-                    "copy torch/version.py's __version__ into torch.version, or use null",
-                )
-            torch = TorchBuild(
-                version=tdata["version"],
-                cuda=_opt_str(tdata, "cuda", f"torch.cuda in {source}"),
-                hip=_opt_str(tdata, "hip", f"torch.hip in {source}"),
-                xpu=_opt_str(tdata, "xpu", f"torch.xpu in {source}"),
-            )
-
-        pdata = data.get("packages", {})
-        if not isinstance(pdata, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in pdata.items()
-        ):
-            raise HostFileError(
-                f"'packages' in {source} must map distribution names to version strings",
-                '{"torch": "2.8.0"}',
-                "quote each version (pip list shows them)",
-            )
-        packages = {normalize_dist_name(k): v for k, v in pdata.items()}
-        if torch is not None and "torch" not in packages:
-            packages["torch"] = torch.version
-
-        ddata = data.get("devices", [])
-        if not isinstance(ddata, list):
-            raise HostFileError(
-                f"'devices' in {source} must be a list",
-                "a JSON array of device objects",
-                "write devices as [{...}, {...}], or [] for none",
-            )
-        if len(ddata) > MAX_HOST_DEVICES:
-            raise HostFileError(
-                f"'devices' in {source} lists {len(ddata)} accelerators",
-                f"at most {MAX_HOST_DEVICES} on one host",
-                "describe one machine per host file",
-            )
-        devices = tuple(_device_from_dict(d, i, source) for i, d in enumerate(ddata))
-
-        ff = data.get("cuda_fastest_first")
-        fastest: tuple[int, ...] | None = None
-        if ff is not None:
-            if (
-                not isinstance(ff, list)
-                or not all(isinstance(i, int) and not isinstance(i, bool) for i in ff)
-                or sorted(ff) != list(range(len(ff)))
-            ):
-                raise HostFileError(
-                    f"'cuda_fastest_first' in {source} must be a permutation of the CUDA "
-                    f"GPU positions, got {ff!r}",
-                    "a list holding each of 0..n-1 once, fastest GPU first",
-                    "list the nvidia-smi index of each GPU in FASTEST_FIRST order, or use null",
-                )
-            fastest = tuple(ff)
-
-        env = data.get("env")
-        if env is not None and (
-            not isinstance(env, Mapping)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
-        ):
-            raise HostFileError(
-                f"'env' in {source} must map variable names to string values",
-                '{"CUDA_VISIBLE_DEVICES": "0,1"}; leave a variable out to mean unset',
-                "quote each value",
-            )
-
-        cdata = data.get("cpu", {})
-        if not isinstance(cdata, Mapping):
-            raise HostFileError(
-                f"'cpu' in {source} must be an object",
-                '{"flags": ["avx2"]}',
-                "write cpu as an object, or leave it out",
-            )
-        flags = cdata.get("flags", [])
-        if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
-            raise HostFileError(
-                f"'cpu.flags' in {source} must be a list of strings",
-                'flags as /proc/cpuinfo names them, e.g. ["avx2", "avx512_bf16"]',
-                "write cpu.flags as a list of strings",
-            )
-        count = cdata.get("count", 1)
-        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-            raise HostFileError(
-                f"'cpu.count' in {source} must be a positive integer",
-                "the number of logical cores, e.g. 64",
-                "write cpu.count as a whole number above 0",
-            )
-        cpu = CpuInfo(model=str(cdata.get("model", "")), count=count, flags=frozenset(flags))
-
-        nodes = data.get("device_nodes", [])
-        if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
-            raise HostFileError(
-                f"'device_nodes' in {source} must be a list of /dev names",
-                'names such as ["/dev/nvidia0", "/dev/kfd"]',
-                "write device_nodes as a list of strings, or leave it out",
-            )
-        drivers = data.get("drivers", {})
-        if not isinstance(drivers, Mapping) or not all(
-            isinstance(v, str) for v in drivers.values()
-        ):
-            raise HostFileError(
-                f"'drivers' in {source} must map driver names to version strings",
-                '{"nvidia": "550.54.15"}',
-                "quote each version, as the driver's /sys/module/*/version file shows it",
-            )
+        torch = _torch_from(data, source)
+        packages = _packages_from(data, torch, source)
+        devices = _devices_from(data, source)
+        fastest = _fastest_first_from(data, source)
+        env = _env_from(data, source)
+        cpu = _cpu_from(data, source)
+        nodes = _device_nodes_from(data, source)
+        drivers = _drivers_from(data, source)
         return cls(
             system=system,
             machine=machine,
@@ -329,10 +197,10 @@ class Host:
             packages=packages,
             devices=devices,
             cuda_fastest_first=fastest,
-            env=dict(env) if env is not None else None,
+            env=env,
             cpu=cpu,
-            device_nodes=tuple(sorted(n.removeprefix("/dev/") for n in nodes)),
-            drivers=dict(drivers),
+            device_nodes=nodes,
+            drivers=drivers,
             source=source,
             python=_opt_str(data, "python", f"'python' in {source}"),
             memory_bytes=_opt_uint(data, "memory_bytes", f"'memory_bytes' in {source}"),
@@ -496,6 +364,183 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
 
 
 # -- real-machine readers (files only) -----------------------------------------------------
+
+
+def _check_fields(data: Mapping[str, Any], source: str) -> None:
+    """Decides whether ``data`` is an object whose every field is a host field."""
+    if not isinstance(data, Mapping):
+        raise HostFileError(
+            f"a host description must be a JSON object, got {type(data).__name__} (in {source})",
+            'an object such as {"system": "Linux", "devices": []}',
+            "wrap the fields in one JSON object; docs/hosts/ has examples",
+        )
+    known = {
+        "system",
+        "machine",
+        "torch",
+        "packages",
+        "devices",
+        "cuda_fastest_first",
+        "env",
+        "cpu",
+        "device_nodes",
+        "drivers",
+        "comment",
+        "name",
+        "python",
+        "memory_bytes",
+    }
+    unknown = sorted(set(data) - known)
+    if unknown:
+        raise HostFileError(
+            f"unknown host field(s) {', '.join(map(repr, unknown))} in {source}",
+            f"only {', '.join(sorted(known))}",
+            "remove or rename the field",
+        )
+
+
+def _torch_from(data: Mapping[str, Any], source: str) -> TorchBuild | None:
+    """Decides the torch build the host describes (None: no torch)."""
+    tdata = data.get("torch")
+    if tdata is None:
+        return None
+    if not isinstance(tdata, Mapping) or not isinstance(tdata.get("version"), str):
+        raise HostFileError(
+            f"'torch' in {source} must be an object with a string 'version'",
+            'for example {"version": "2.8.0+cu128", "cuda": "12.8", "hip": null}',
+            "copy torch/version.py's __version__ into torch.version, or use null",
+        )
+    return TorchBuild(
+        version=tdata["version"],
+        cuda=_opt_str(tdata, "cuda", f"torch.cuda in {source}"),
+        hip=_opt_str(tdata, "hip", f"torch.hip in {source}"),
+        xpu=_opt_str(tdata, "xpu", f"torch.xpu in {source}"),
+    )
+
+
+def _is_str_map(value: Any) -> bool:
+    """Decides whether ``value`` maps strings to strings."""
+    return isinstance(value, Mapping) and all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    )
+
+
+def _packages_from(
+    data: Mapping[str, Any], torch: TorchBuild | None, source: str
+) -> dict[str, str]:
+    """Decides the installed distributions by normalised name (torch's build counts as one)."""
+    pdata = data.get("packages", {})
+    if not _is_str_map(pdata):
+        raise HostFileError(
+            f"'packages' in {source} must map distribution names to version strings",
+            '{"torch": "2.8.0"}',
+            "quote each version (pip list shows them)",
+        )
+    packages = {normalize_dist_name(k): v for k, v in pdata.items()}
+    if torch is not None and "torch" not in packages:
+        packages["torch"] = torch.version
+    return packages
+
+
+def _devices_from(data: Mapping[str, Any], source: str) -> tuple[HostDevice, ...]:
+    """Decides the host's devices in physical order (at most MAX_HOST_DEVICES)."""
+    ddata = data.get("devices", [])
+    if not isinstance(ddata, list):
+        raise HostFileError(
+            f"'devices' in {source} must be a list",
+            "a JSON array of device objects",
+            "write devices as [{...}, {...}], or [] for none",
+        )
+    if len(ddata) > MAX_HOST_DEVICES:
+        raise HostFileError(
+            f"'devices' in {source} lists {len(ddata)} accelerators",
+            f"at most {MAX_HOST_DEVICES} on one host",
+            "describe one machine per host file",
+        )
+    return tuple(_device_from_dict(d, i, source) for i, d in enumerate(ddata))
+
+
+def _fastest_first_from(data: Mapping[str, Any], source: str) -> tuple[int, ...] | None:
+    """Decides the driver's FASTEST_FIRST permutation, when the host knows it."""
+    ff = data.get("cuda_fastest_first")
+    if ff is None:
+        return None
+    if (
+        not isinstance(ff, list)
+        or not all(isinstance(i, int) and not isinstance(i, bool) for i in ff)
+        or sorted(ff) != list(range(len(ff)))
+    ):
+        raise HostFileError(
+            f"'cuda_fastest_first' in {source} must be a permutation of the CUDA "
+            f"GPU positions, got {ff!r}",
+            "a list holding each of 0..n-1 once, fastest GPU first",
+            "list the nvidia-smi index of each GPU in FASTEST_FIRST order, or use null",
+        )
+    return tuple(ff)
+
+
+def _env_from(data: Mapping[str, Any], source: str) -> dict[str, str] | None:
+    """Decides the host's environment variables (None: not described)."""
+    env = data.get("env")
+    if env is None:
+        return None
+    if not _is_str_map(env):
+        raise HostFileError(
+            f"'env' in {source} must map variable names to string values",
+            '{"CUDA_VISIBLE_DEVICES": "0,1"}; leave a variable out to mean unset',
+            "quote each value",
+        )
+    return dict(env)
+
+
+def _cpu_from(data: Mapping[str, Any], source: str) -> CpuInfo:
+    """Decides the host's CPU: its model, logical core count and flags."""
+    cdata = data.get("cpu", {})
+    if not isinstance(cdata, Mapping):
+        raise HostFileError(
+            f"'cpu' in {source} must be an object",
+            '{"flags": ["avx2"]}',
+            "write cpu as an object, or leave it out",
+        )
+    flags = cdata.get("flags", [])
+    if not isinstance(flags, list) or not all(isinstance(f, str) for f in flags):
+        raise HostFileError(
+            f"'cpu.flags' in {source} must be a list of strings",
+            'flags as /proc/cpuinfo names them, e.g. ["avx2", "avx512_bf16"]',
+            "write cpu.flags as a list of strings",
+        )
+    count = cdata.get("count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise HostFileError(
+            f"'cpu.count' in {source} must be a positive integer",
+            "the number of logical cores, e.g. 64",
+            "write cpu.count as a whole number above 0",
+        )
+    return CpuInfo(model=str(cdata.get("model", "")), count=count, flags=frozenset(flags))
+
+
+def _device_nodes_from(data: Mapping[str, Any], source: str) -> tuple[str, ...]:
+    """Decides the host's /dev names, sorted, without the /dev/ prefix."""
+    nodes = data.get("device_nodes", [])
+    if not isinstance(nodes, list) or not all(isinstance(n, str) for n in nodes):
+        raise HostFileError(
+            f"'device_nodes' in {source} must be a list of /dev names",
+            'names such as ["/dev/nvidia0", "/dev/kfd"]',
+            "write device_nodes as a list of strings, or leave it out",
+        )
+    return tuple(sorted(n.removeprefix("/dev/") for n in nodes))
+
+
+def _drivers_from(data: Mapping[str, Any], source: str) -> dict[str, str]:
+    """Decides the host's loaded drivers and their versions."""
+    drivers = data.get("drivers", {})
+    if not isinstance(drivers, Mapping) or not all(isinstance(v, str) for v in drivers.values()):
+        raise HostFileError(
+            f"'drivers' in {source} must map driver names to version strings",
+            '{"nvidia": "550.54.15"}',
+            "quote each version, as the driver's /sys/module/*/version file shows it",
+        )
+    return dict(drivers)
 
 
 #: The largest simulated host file read; a real one is a few kilobytes.

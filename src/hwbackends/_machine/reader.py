@@ -289,77 +289,135 @@ def _read_devices(
     then ``/dev`` nodes of backends nothing else found; plus known and unclaimed
     accelerators."""
     metas = _metas(backends, errors)
+    own, others = _pci_devices(root, metas, errors)
+    out: list[HostDevice] = []
+    for b, m in metas:
+        found = tuple(own[id(b)])
+        out.extend(_backend_devices(root, sysname, machine, b, m, found, nodes, errors))
+    return tuple(out + _named(root, others))
+
+
+def _pci_devices(
+    root: str, metas: Sequence[tuple[Any, Any]], errors: dict[str, str]
+) -> tuple[dict[int, list[HostDevice]], list[HostDevice]]:
+    """Decides whose device each PCI function is, in bus order (NVML's order): every claiming
+    backend's (by ``id`` of the backend), else a device of the others (a known function, a
+    catalogued plugin's hardware, an unclaimed accelerator); any other function is skipped."""
     claimers = [(b, m) for b, m in metas if m.vendor and m.pci_vendor_ids]
     device_ids: dict[int, tuple[int, ...]] = {}
     served = {m.vendor for _, m in metas}
     known = [k for k in KNOWN_PLUGINS if k.vendor not in served and k.pci_vendor_ids]
     own: dict[int, list[HostDevice]] = {id(b): [] for b, _ in metas}
     others: list[HostDevice] = []
-    for bus, d, source in functions(root):  # bus order, which is NVML's order
+    for bus, d, source in functions(root):
         vid, did, klass_text = ids(d)
         if vid is None:
             continue
         klass = _hex(klass_text) or 0
         fn = _Function(d, bus, vid, did, klass_text, source)
-        # Every backend that claims the function gets it under its own vendor key (two
-        # plugins for the same cards must both see them: selection then warns and names the
-        # setting that decides); one device per key.
-        owners = [
-            (b, m)
-            for b, m in claimers
-            if vid in m.pci_vendor_ids
-            and _claims(m, vid, did, klass, _device_ids(b, m, device_ids, errors))
-        ]
-        owner = owners[0] if owners else None
-        cat = (
-            None
-            if owner is not None
-            else next((k for k in known if _claims(k, vid, did, klass)), None)
-        )
-        accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
-        if owner is None and cat is None and not accel:
+        owners = _claimed_by(claimers, fn, klass, device_ids, errors)
+        other = _other_device(fn, klass, owners, known, device_ids)
+        if other is not None:
+            others.append(other)
+        elif owners:
+            _give_to_owners(fn, owners, own, root)
+    return own, others
+
+
+def _claimed_by(
+    claimers: Sequence[tuple[Any, Any]],
+    fn: _Function,
+    klass: int,
+    device_ids: dict[int, tuple[int, ...]],
+    errors: dict[str, str],
+) -> list[tuple[Any, Any]]:
+    """Decides which backends claim a PCI function: every one whose declarations take it (two
+    plugins for the same cards must both see them: selection then warns and names the setting
+    that decides)."""
+    return [
+        (b, m)
+        for b, m in claimers
+        if fn.vid in m.pci_vendor_ids
+        and _claims(m, fn.vid, fn.did, klass, _device_ids(b, m, device_ids, errors))
+    ]
+
+
+def _other_device(
+    fn: _Function,
+    klass: int,
+    owners: Sequence[tuple[Any, Any]],
+    known: Sequence[Any],
+    device_ids: dict[int, tuple[int, ...]],
+) -> HostDevice | None:
+    """Decides the device a PCI function is when its claiming backends do not keep it: a known
+    function, a catalogued plugin's hardware or an unclaimed accelerator; None when the owners
+    keep it or it is no accelerator anyone knows."""
+    vid, did = fn.vid, fn.did
+    cat = None if owners else next((k for k in known if _claims(k, vid, did, klass)), None)
+    accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
+    if not owners and cat is None and not accel:
+        return None
+    # Crypto/compression engines and compute devices no plugin exists for are named, never
+    # counted as a backend's hardware nor "install a plugin" (the catalog's
+    # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
+    # in its own pci_device_ids is more specific than that table, and keeps it.
+    kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
+    if kf is not None and not any(
+        did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners
+    ):
+        return fn.device(f"pci_{vid:04x}", known=kf)
+    if owners:
+        return None
+    if cat is not None:
+        return fn.device(cat.vendor)
+    return fn.device(f"pci_{vid:04x}", unclaimed=True)
+
+
+def _give_to_owners(
+    fn: _Function,
+    owners: Sequence[tuple[Any, Any]],
+    own: dict[int, list[HostDevice]],
+    root: str,
+) -> None:
+    """Decides the device each claiming backend gets: one per vendor key (the first backend
+    of a vendor keeps it)."""
+    keys: set[str] = set()
+    for b, m in owners:
+        vendor = m.vendor or ""
+        if vendor in keys:
             continue
-        # Crypto/compression engines and compute devices no plugin exists for are named, never
-        # counted as a backend's hardware nor "install a plugin" (the catalog's
-        # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
-        # in its own pci_device_ids is more specific than that table, and keeps it.
-        kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
-        if kf is not None and not any(
-            did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners
-        ):
-            others.append(fn.device(f"pci_{vid:04x}", known=kf))
-        elif owner is not None:
-            keys: set[str] = set()
-            for b, m in owners:
-                vendor = m.vendor or ""
-                if vendor in keys:
-                    continue
-                keys.add(vendor)
-                own[id(b)].append(fn.device(vendor, root=root, modules=m.driver_modules))
-        elif cat is not None:
-            others.append(fn.device(cat.vendor))
-        else:
-            others.append(fn.device(f"pci_{vid:04x}", unclaimed=True))
-    out: list[HostDevice] = []
-    for b, m in metas:
-        found = tuple(own[id(b)])
+        keys.add(vendor)
+        own[id(b)].append(fn.device(vendor, root=root, modules=m.driver_modules))
 
-        def read(b: Any = b, found: tuple[HostDevice, ...] = found) -> tuple[HostDevice, ...]:
-            got = b.read_devices(root, found, system=sysname, machine=machine)
-            if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
-                raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
-            return tuple(_plain_device(x) for x in got)
 
-        got = _hook(errors, m, "read_devices()", read, _owner(b))
-        mine = list(found if got is None else got)
-        if not mine and m.vendor:
-            # A container given only the device nodes: each declared unit node is a device.
-            mine = [
-                HostDevice(vendor=m.vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
-                for _, n in node_devices(m, nodes)
-            ]
-        out.extend(_normalised(d) for d in mine)
-    return tuple(out + _named(root, others))
+def _backend_devices(
+    root: str,
+    sysname: str,
+    machine: str,
+    b: Any,
+    m: Any,
+    found: tuple[HostDevice, ...],
+    nodes: Sequence[str],
+    errors: dict[str, str],
+) -> list[HostDevice]:
+    """Decides a backend's devices: its ``read_devices`` hook's answer from the PCI devices it
+    claimed (those as they are when the hook fails), else its declared ``/dev`` nodes."""
+
+    def read() -> tuple[HostDevice, ...]:
+        got = b.read_devices(root, found, system=sysname, machine=machine)
+        if not isinstance(got, (tuple, list)) or not all(type(x) is HostDevice for x in got):
+            raise TypeError(f"returned {type(got).__name__}, expected a tuple of HostDevice")
+        return tuple(_plain_device(x) for x in got)
+
+    got = _hook(errors, m, "read_devices()", read, _owner(b))
+    mine = list(found if got is None else got)
+    if not mine and m.vendor:
+        # A container given only the device nodes: each declared unit node is a device.
+        mine = [
+            HostDevice(vendor=m.vendor, extra={"evidence": [DEV], "dev_node": f"/dev/{n}"})
+            for _, n in node_devices(m, nodes)
+        ]
+    return [_normalised(d) for d in mine]
 
 
 def _named(root: str, devices: list[HostDevice]) -> list[HostDevice]:

@@ -155,28 +155,6 @@ class VisibilityRule:
         return f"{type(self).__name__}()"
 
 
-class ModuleRule(VisibilityRule):
-    """A rule kind whose reader and writer are a module's ``read`` and ``write`` functions."""
-
-    @staticmethod
-    def _read(env: Mapping[str, str], host: HostLike, t: Trace) -> list[VisibleUnit]:
-        raise NotImplementedError
-
-    @staticmethod
-    def _write(
-        physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        raise NotImplementedError
-
-    def read(self, env: Mapping[str, str], host: HostLike, trace: Trace) -> list[VisibleUnit]:
-        return self._read(env, host, trace)
-
-    def write(
-        self, physical: Sequence[int], host: HostLike, env: Mapping[str, str] | None = None
-    ) -> dict[str, str]:
-        return self._write(physical, host, env)
-
-
 @mutable
 class Trace:
     """Collects what a reader did, then freezes it into a :class:`VisibilityReport`."""

@@ -293,52 +293,81 @@ def _resolve(
     token: str, topo: _Topo, order: list[int], t: Trace
 ) -> tuple[str, list[int] | None, str]:
     """Resolve one entry: (kind, physical units or None for invalid, explanation)."""
+    body = _uuid_body(token, t)
+    if body.startswith("MIG-GPU-"):
+        return _resolve_mig_path(body, topo)
+    if body.startswith("MIG-"):
+        return _resolve_mig_uuid(body, topo, t)
+    if body.startswith("GPU-"):
+        return _resolve_gpu_uuid(body, topo, t)
+    return _resolve_ordinal(token, body, topo, order, t)
+
+
+def _uuid_body(token: str, t: Trace) -> str:
+    """Decides the text an entry is read from: a UUID entry without its blanks (warned), any
+    other entry without its leading blanks."""
     body = token.lstrip(C_SPACE)
     lead = len(token) - len(body)
-    if body[:4] in ("GPU-", "MIG-"):
-        stripped = body.rstrip(C_SPACE)
-        if lead or stripped != body:
-            t.warn(
-                f"UUID entry {show(token)} has blanks around it; the driver's handling is "
-                "undocumented (blanks are ignored here), and PyTorch's pre-init parser does "
-                "not strip them (spec §12.5). Remove the blanks.",
-                uncertain=True,
-            )
-        body = stripped
-    if body.startswith("MIG-GPU-"):
-        gpu_part, _, rest = body[4:].partition("/")
-        gi_s, _, ci_s = rest.partition("/")
-        g, hits = _unique_prefix(gpu_part, topo.gpu_uuids)
-        if g is None:
-            return "mig", None, f"names {'several GPUs' if hits else 'no GPU'}"
-        if not (gi_s.isascii() and gi_s.isdigit() and ci_s.isascii() and ci_s.isdigit()):
-            return "mig", None, "is not MIG-GPU-<uuid>/<gi>/<ci>"
-        if len(gi_s) > 9 or len(ci_s) > 9:
-            return "mig", None, "names no MIG instance"
-        gi, ci = int(gi_s), int(ci_s)
-        for p in topo.mig_of[g]:
-            inst = (topo.gpus[g].extra or {})["mig"][topo.units[p].sub or 0]
-            if inst.get("gi") == gi and inst.get("ci") == ci:
-                return "mig", [p], f"is MIG instance {topo.units[p].label} of GPU {g}"
-        return "mig", None, f"names no MIG instance gi={gi} ci={ci} of GPU {g}"
-    if body.startswith("MIG-"):
-        mig_units = topo.units[topo.n :]
-        k, hits = _unique_prefix(body, [u.label for u in mig_units])
-        if k is None:
-            if not hits:
-                _case_hint(body, [u.label for u in mig_units], t)
-            return "mig", None, "is an ambiguous MIG prefix" if hits else "names no MIG instance"
-        u = mig_units[k]
-        return "mig", [u.physical], f"is MIG instance {u.label} of GPU {u.gpu}"
-    if body.startswith("GPU-"):
-        g, hits = _unique_prefix(body, topo.gpu_uuids)
-        if g is None:
-            if hits:
-                t.infer(f"{show(body)} is a prefix of {hits} GPU UUIDs: treated as invalid")
-            else:
-                _case_hint(body, topo.gpu_uuids, t)
-            return "uuid", None, "is an ambiguous UUID prefix" if hits else "names no GPU"
-        return "uuid", _expand(topo, g, t), f"is GPU {g}"
+    if body[:4] not in ("GPU-", "MIG-"):
+        return body
+    stripped = body.rstrip(C_SPACE)
+    if lead or stripped != body:
+        t.warn(
+            f"UUID entry {show(token)} has blanks around it; the driver's handling is "
+            "undocumented (blanks are ignored here), and PyTorch's pre-init parser does "
+            "not strip them (spec §12.5). Remove the blanks.",
+            uncertain=True,
+        )
+    return stripped
+
+
+def _resolve_mig_path(body: str, topo: _Topo) -> tuple[str, list[int] | None, str]:
+    """Decides which MIG instance ``MIG-GPU-<uuid>/<gi>/<ci>`` names (the legacy form)."""
+    gpu_part, _, rest = body[4:].partition("/")
+    gi_s, _, ci_s = rest.partition("/")
+    g, hits = _unique_prefix(gpu_part, topo.gpu_uuids)
+    if g is None:
+        return "mig", None, f"names {'several GPUs' if hits else 'no GPU'}"
+    if not (gi_s.isascii() and gi_s.isdigit() and ci_s.isascii() and ci_s.isdigit()):
+        return "mig", None, "is not MIG-GPU-<uuid>/<gi>/<ci>"
+    if len(gi_s) > 9 or len(ci_s) > 9:
+        return "mig", None, "names no MIG instance"
+    gi, ci = int(gi_s), int(ci_s)
+    for p in topo.mig_of[g]:
+        inst = (topo.gpus[g].extra or {})["mig"][topo.units[p].sub or 0]
+        if inst.get("gi") == gi and inst.get("ci") == ci:
+            return "mig", [p], f"is MIG instance {topo.units[p].label} of GPU {g}"
+    return "mig", None, f"names no MIG instance gi={gi} ci={ci} of GPU {g}"
+
+
+def _resolve_mig_uuid(body: str, topo: _Topo, t: Trace) -> tuple[str, list[int] | None, str]:
+    """Decides which MIG instance a ``MIG-<uuid>`` prefix names (a unique prefix only)."""
+    mig_units = topo.units[topo.n :]
+    k, hits = _unique_prefix(body, [u.label for u in mig_units])
+    if k is None:
+        if not hits:
+            _case_hint(body, [u.label for u in mig_units], t)
+        return "mig", None, "is an ambiguous MIG prefix" if hits else "names no MIG instance"
+    u = mig_units[k]
+    return "mig", [u.physical], f"is MIG instance {u.label} of GPU {u.gpu}"
+
+
+def _resolve_gpu_uuid(body: str, topo: _Topo, t: Trace) -> tuple[str, list[int] | None, str]:
+    """Decides which GPU a ``GPU-<uuid>`` prefix names (a unique prefix only)."""
+    g, hits = _unique_prefix(body, topo.gpu_uuids)
+    if g is None:
+        if hits:
+            t.infer(f"{show(body)} is a prefix of {hits} GPU UUIDs: treated as invalid")
+        else:
+            _case_hint(body, topo.gpu_uuids, t)
+        return "uuid", None, "is an ambiguous UUID prefix" if hits else "names no GPU"
+    return "uuid", _expand(topo, g, t), f"is GPU {g}"
+
+
+def _resolve_ordinal(
+    token: str, body: str, topo: _Topo, order: list[int], t: Trace
+) -> tuple[str, list[int] | None, str]:
+    """Decides which GPU a CUDA ordinal names, read as the driver's strtoul reads it."""
     value, rest = c_strtoul(token)
     if value is None:
         return "int", None, "is not a number or UUID"

@@ -160,21 +160,38 @@ def _apply_mask(mask: str | None, hierarchy: str, cards: Sequence[_Card], t: Tra
     composite = hierarchy == "COMPOSITE"
     flat = _flat_roots(cards)
     if mask is None or mask == "":
-        if mask == "":
-            t.warn(
-                "ZE_AFFINITY_MASK is set but empty; Level Zero does not document it "
-                "(read like unset: every device). Unset it or name devices.",
-                uncertain=True,
-            )
-        else:
-            t.step("ZE_AFFINITY_MASK unset: every device is visible.")
-        if composite:
-            return [
-                _Root(c, card, tuple(range(card.tiles)), None, str(c))
-                for c, card in enumerate(cards)
-            ]
-        return flat
-    n_roots = len(cards) if composite else len(flat)
+        return _unmasked(mask, composite, cards, flat, t)
+    whole, tiles = _read_mask(mask, hierarchy, cards, len(cards) if composite else len(flat), t)
+    t.step("The mask selects devices but never reorders them (spec §7.1, documented).")
+    if not composite:
+        return [flat[k] for k in sorted(whole)]
+    return _composite_roots(cards, whole, tiles)
+
+
+def _unmasked(
+    mask: str | None, composite: bool, cards: Sequence[_Card], flat: list[_Root], t: Trace
+) -> list[_Root]:
+    """Decides the roots without a mask (unset, or set but empty: read like unset)."""
+    if mask == "":
+        t.warn(
+            "ZE_AFFINITY_MASK is set but empty; Level Zero does not document it "
+            "(read like unset: every device). Unset it or name devices.",
+            uncertain=True,
+        )
+    else:
+        t.step("ZE_AFFINITY_MASK unset: every device is visible.")
+    if composite:
+        return [
+            _Root(c, card, tuple(range(card.tiles)), None, str(c)) for c, card in enumerate(cards)
+        ]
+    return flat
+
+
+def _read_mask(
+    mask: str, hierarchy: str, cards: Sequence[_Card], n_roots: int, t: Trace
+) -> tuple[set[int], dict[int, set[int]]]:
+    """Decides which root devices (whole) and which tiles of each the mask's valid entries
+    select; an invalid entry is warned about and ignored."""
     whole: set[int] = set()
     tiles: dict[int, set[int]] = {}
     for i, token in enumerate(mask.split(",")):
@@ -182,15 +199,7 @@ def _apply_mask(mask: str | None, hierarchy: str, cards: Sequence[_Card], t: Tra
         dev_s, dot, sub_s = tok.partition(".")
         dev = plain_uint(dev_s)
         sub = plain_uint(sub_s) if dot else None
-        problem = ""
-        if dev is None or (dot and sub is None):
-            problem = "is not <device> or <device>.<sub-device>"
-        elif dev >= n_roots:
-            problem = f"is out of range ({n_roots} root devices)"
-        elif dot and not composite:
-            problem = f"names a sub-device, and {hierarchy} root devices have none"
-        elif dot and sub is not None and sub >= cards[dev].tiles:
-            problem = f"is out of range (card {dev} has {cards[dev].tiles} tile(s))"
+        problem = _mask_entry_problem(dev, bool(dot), sub, hierarchy, cards, n_roots)
         if problem:
             t.warn(
                 f"ZE_AFFINITY_MASK entry {i} {show(token)} {problem}; it is ignored "
@@ -204,9 +213,34 @@ def _apply_mask(mask: str | None, hierarchy: str, cards: Sequence[_Card], t: Tra
         else:
             whole.add(dev)
         t.entry(f"Mask entry {show(token)} accepted.")
-    t.step("The mask selects devices but never reorders them (spec §7.1, documented).")
-    if not composite:
-        return [flat[k] for k in sorted(whole)]
+    return whole, tiles
+
+
+def _mask_entry_problem(
+    dev: int | None,
+    dot: bool,
+    sub: int | None,
+    hierarchy: str,
+    cards: Sequence[_Card],
+    n_roots: int,
+) -> str:
+    """Decides what is wrong with one mask entry ``dev[.sub]`` ("" when nothing is)."""
+    if dev is None or (dot and sub is None):
+        return "is not <device> or <device>.<sub-device>"
+    if dev >= n_roots:
+        return f"is out of range ({n_roots} root devices)"
+    if dot and hierarchy != "COMPOSITE":
+        return f"names a sub-device, and {hierarchy} root devices have none"
+    if dot and sub is not None and sub >= cards[dev].tiles:
+        return f"is out of range (card {dev} has {cards[dev].tiles} tile(s))"
+    return ""
+
+
+def _composite_roots(
+    cards: Sequence[_Card], whole: set[int], tiles: dict[int, set[int]]
+) -> list[_Root]:
+    """Decides the COMPOSITE roots the mask leaves: whole cards (every tile named counts as
+    the card), else one root per card holding the tiles it names."""
     roots: list[_Root] = []
     for c, card in enumerate(cards):
         if c in whole or (c in tiles and len(tiles[c]) == card.tiles):

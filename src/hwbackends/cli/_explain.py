@@ -20,6 +20,8 @@ from hwbackends.cli._render import (
 if TYPE_CHECKING:
     import argparse
 
+    from hwbackends._selection.report import BackendStatus, SelectionReport
+
 
 def cmd_explain(args: argparse.Namespace) -> int:
     report, env = _report_env(args)
@@ -36,25 +38,43 @@ def cmd_explain(args: argparse.Namespace) -> int:
         f"{report.chosen} — {report.reason} [rule: {report.rule}]", st.bold("Chosen") + "  ", "  "
     )
     lines += ["", st.bold("Candidates")]
-    w = "      "
     for c in report.candidates:
-        lines += view.wrap(
-            f"{_MARK[c.state]} {c.name} [{c.state}] priority={c.priority} "
-            f"from {c.origin} {c.version} ({c.target}) {c.probe_ms:.2f} ms",
-            "  ",
-            w,
+        lines += _candidate_lines(c, named, view)
+    lines += _rest_lines(report, st, view)
+    if conf is not None:
+        lines += ["", *render_confirmation(conf, st)]
+    emit(fit("\n".join(lines), view.width))
+    return 0 if conf is None or conf.ok else 1
+
+
+def _candidate_lines(c: BackendStatus, named: str, view: _View) -> list[str]:
+    """Decides what is shown of one candidate: its state, probe answer, evidence, reason and
+    (where the hardware is, or for the backend asked for) its fix."""
+    w = "      "
+    lines = view.wrap(
+        f"{_MARK[c.state]} {c.name} [{c.state}] priority={c.priority} "
+        f"from {c.origin} {c.version} ({c.target}) {c.probe_ms:.2f} ms",
+        "  ",
+        w,
+    )
+    if c.probe:
+        lines.append(
+            f"{w}hardware present: {c.probe.hardware_present}; "
+            f"software ready: {c.probe.software_ready}"
         )
-        if c.probe:
-            lines.append(
-                f"{w}hardware present: {c.probe.hardware_present}; "
-                f"software ready: {c.probe.software_ready}"
-            )
-            lines += [x for e in c.probe.evidence for x in view.wrap(f"evidence: {e}", w, w + "  ")]
-        lines += view.wrap(c.reason, w, w)
-        # a fix is worth reading only where the hardware is, or for the backend asked for:
-        # installing nine absent vendors' stacks fixes nothing
-        if c.probe and c.probe.hint and (c.probe.hardware_present or c.name == named):
-            lines += view.wrap(f"fix: {c.probe.hint}", w, w + "  ")
+        lines += [x for e in c.probe.evidence for x in view.wrap(f"evidence: {e}", w, w + "  ")]
+    lines += view.wrap(c.reason, w, w)
+    # a fix is worth reading only where the hardware is, or for the backend asked for:
+    # installing nine absent vendors' stacks fixes nothing
+    if c.probe and c.probe.hint and (c.probe.hardware_present or c.name == named):
+        lines += view.wrap(f"fix: {c.probe.hint}", w, w + "  ")
+    return lines
+
+
+def _rest_lines(report: SelectionReport, st: _Style, view: _View) -> list[str]:
+    """Decides the sections after the candidates: hidden devices, the environment read,
+    timings and the warnings not already shown with the hidden devices."""
+    lines: list[str] = []
     if report.hidden:
         lines += ["", st.bold("Hidden by the visibility variables")]
         lines += ["  " + x for x in render_hidden(report, st, view)]
@@ -67,7 +87,4 @@ def cmd_explain(args: argparse.Namespace) -> int:
     if shown:
         lines += ["", st.bold("Warnings")]
         lines += [y for x in shown for y in view.wrap(x, "  ! ", "    ")]
-    if conf is not None:
-        lines += ["", *render_confirmation(conf, st)]
-    emit(fit("\n".join(lines), view.width))
-    return 0 if conf is None or conf.ok else 1
+    return lines

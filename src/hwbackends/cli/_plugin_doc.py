@@ -224,7 +224,18 @@ def backend_page(
 
     variants = _variants(backend, hosts)
     n = len(variants)
-    lines += ["## Variants", ""]
+    lines += _variants_section(variants, hosts_note)
+    lines += _sources_section(variants, n)
+    lines += _attention_section(variants, n)
+    lines += _kernels_section(variants, n)
+    lines += _quantization_section(variants, n)
+    lines += _limitations_section(variants, n)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _variants_section(variants: list[tuple[str, Any]], hosts_note: str) -> list[str]:
+    """Decides the variants table: one row of scalar facts per group of hosts that agree."""
+    lines: list[str] = ["## Variants", ""]
     lines.append(
         "`capabilities(None)` gives the defaults. The other rows come from "
         f"`capabilities(device, host=host)` for the devices of the simulated hosts {hosts_note}."
@@ -257,14 +268,22 @@ def backend_page(
         rows,
     )
     lines.append("")
+    return lines
 
-    lines += ["## Sources of the scalar facts", ""]
+
+def _sources_section(variants: list[tuple[str, Any]], n: int) -> list[str]:
+    """Decides the sources table of the scalar facts, per group of variants that agree."""
+    lines: list[str] = ["## Sources of the scalar facts", ""]
     for labels, sources in _grouped(variants, lambda c: dict(sorted(c.sources.items()))):
         lines += [_applies(labels, n), ""]
         lines += table(["Fact", "Source"], [[code(k), cell(v)] for k, v in sources.items()])
         lines.append("")
+    return lines
 
-    lines += ["## Attention implementations", ""]
+
+def _attention_section(variants: list[tuple[str, Any]], n: int) -> list[str]:
+    """Decides the attention tables (best first) and the implementations the backend refuses."""
+    lines: list[str] = ["## Attention implementations", ""]
     lines.append("Best first. `pretrained_kwargs()` takes the first whose needs are met.")
     lines.append("")
     for labels, attn in _grouped(variants, lambda c: [a.to_dict() for a in c.attention]):
@@ -295,8 +314,12 @@ def backend_page(
                     ["`attn_implementation`", "Reason"], [[code(k), cell(v)] for k, v in r.items()]
                 )
             lines.append("")
+    return lines
 
-    lines += ["## Hub kernels", ""]
+
+def _kernels_section(variants: list[tuple[str, Any]], n: int) -> list[str]:
+    """Decides the hub-kernel device key and the layers mapped, per group of variants."""
+    lines: list[str] = ["## Hub kernels", ""]
     for labels, (key, layers) in _grouped(
         variants, lambda c: (c.kernel_device, sorted(c.kernel_layers))
     ):
@@ -311,8 +334,12 @@ def backend_page(
                 + "."
             )
         lines.append("")
+    return lines
 
-    lines += ["## Quantization", ""]
+
+def _quantization_section(variants: list[tuple[str, Any]], n: int) -> list[str]:
+    """Decides the quantization table, per group of variants."""
+    lines: list[str] = ["## Quantization", ""]
     for labels, quant in _grouped(variants, lambda c: [q.to_dict() for q in c.quantization]):
         lines += [_applies(labels, n), ""]
         if not quant:
@@ -333,8 +360,12 @@ def backend_page(
                 ],
             )
         lines.append("")
+    return lines
 
-    lines += ["## Known limitations", ""]
+
+def _limitations_section(variants: list[tuple[str, Any]], n: int) -> list[str]:
+    """Decides the known-limitations table, per group of variants."""
+    lines: list[str] = ["## Known limitations", ""]
     for labels, lims in _grouped(variants, lambda c: [lim.to_dict() for lim in c.limitations]):
         lines += [_applies(labels, n), ""]
         if not lims:
@@ -345,7 +376,7 @@ def backend_page(
                 [[cell(x["text"]), code(x["report_to_exclude"]), cell(x["source"])] for x in lims],
             )
         lines.append("")
-    return "\n".join(lines).rstrip() + "\n"
+    return lines
 
 
 def _target(backend: object) -> str:

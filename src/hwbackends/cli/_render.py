@@ -233,8 +233,23 @@ def render_host(
     # rows below agree (a host file or sysfs may name a device only by its PCI id)
     used = dict(names or {})
     used.update({x.pci_bus_id: x for x in report.devices if x.pci_bus_id})
-    served = {d.vendor: used[d.pci_bus_id].backend for d in h.devices if d.pci_bus_id in used}
     v = versions_of(h)
+    lines = view.wrap(_machine_line(h, v), st.bold("Host") + "      ", " " * 10)
+    lines += view.wrap(_software_line(h, v), st.bold("Software") + "  ", " " * 10)
+    if not h.devices:
+        lines.append(st.bold("Hardware") + "  no device of an accelerator vendor")
+        return lines
+    if not view.verbose:
+        return lines + _hardware_lines(h, used, st, view)
+    # Every PCI function of an accelerator vendor: the backends below decide which of
+    # them are accelerators (a cloud VM's VGA function is listed here, not used there).
+    lines.append(st.bold("Devices of accelerator vendors"))
+    lines += _table(_device_rows(h, used), view=view)
+    return lines
+
+
+def _machine_line(h: Host, v: Mapping[str, Any]) -> str:
+    """Decides the Host line: system, CPU, memory and where the description comes from."""
     if h.source.startswith(ROOT_SOURCE):
         src = f"read from the tree at {h.source.removeprefix(ROOT_SOURCE)} (--root)"
     elif h.source != "system":
@@ -246,7 +261,12 @@ def render_host(
     if v["memory_bytes"]:
         machine.append(f"{_memory(v['memory_bytes'])} RAM")
     machine.append(src)
-    lines = view.wrap(" · ".join(machine), st.bold("Host") + "      ", " " * 10)
+    return " · ".join(machine)
+
+
+def _software_line(h: Host, v: Mapping[str, Any]) -> str:
+    """Decides the Software line: Python, torch, the drivers, and the packages present and
+    absent."""
     soft = [f"Python {v['python'] or 'unknown'}"]
     soft.append(f"torch {h.torch.version} ({build_name(h)} build)" if h.torch else "no torch")
     soft += [f"{name} driver {ver}" for name, ver in sorted(v["drivers"].items()) if ver]
@@ -255,30 +275,39 @@ def render_host(
     absent = [k for k, ver in v["packages"].items() if not ver and k != "deepspeed"]
     if absent:
         present.append("not installed: " + ", ".join(absent))
-    lines += view.wrap(" · ".join(soft + present), st.bold("Software") + "  ", " " * 10)
-    if not h.devices:
-        lines.append(st.bold("Hardware") + "  no device of an accelerator vendor")
-        return lines
-    if not view.verbose:
-        # Identical devices on one line each kind; the per-device table is in --verbose and
-        # the devices this process sees are listed below.
-        groups: dict[tuple[str, str, str, str, str], int] = {}
-        for d in h.devices:
-            name, arch = _named(d, used)
-            if not name:
-                name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
-                if d.vendor in served:  # a function beside the accelerators (a bridge...)
-                    arch = f"not used by the {served[d.vendor]} backend"
-            key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
-            groups[key] = groups.get(key, 0) + 1
-        label = st.bold("Hardware") + "  "
-        for (name, vendor, arch, mem, found), n in groups.items():
-            detail = ", ".join(x for x in (vendor, arch, mem) if x)
-            found = f"; found by {found}" if found else ""
-            lines += view.wrap(f"{n} × {name} ({detail}{found})", label, " " * 10)
-            label = " " * 10
-        return lines
-    rows = [
+    return " · ".join(soft + present)
+
+
+def _hardware_lines(h: Host, used: Mapping[str, Device], st: _Style, view: _View) -> list[str]:
+    """Decides the Hardware lines: identical devices on one line each kind (the per-device
+    table is in --verbose and the devices this process sees are listed below)."""
+    served = {
+        d.vendor: used[d.pci_bus_id].backend
+        for d in h.devices
+        if d.pci_bus_id and d.pci_bus_id in used
+    }
+    groups: dict[tuple[str, str, str, str, str], int] = {}
+    for d in h.devices:
+        name, arch = _named(d, used)
+        if not name:
+            name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
+            if d.vendor in served:  # a function beside the accelerators (a bridge...)
+                arch = f"not used by the {served[d.vendor]} backend"
+        key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
+        groups[key] = groups.get(key, 0) + 1
+    lines: list[str] = []
+    label = st.bold("Hardware") + "  "
+    for (name, vendor, arch, mem, found), n in groups.items():
+        detail = ", ".join(x for x in (vendor, arch, mem) if x)
+        found = f"; found by {found}" if found else ""
+        lines += view.wrap(f"{n} × {name} ({detail}{found})", label, " " * 10)
+        label = " " * 10
+    return lines
+
+
+def _device_rows(h: Host, used: Mapping[str, Device]) -> list[list[str]]:
+    """Decides --verbose's row of each device of an accelerator vendor."""
+    return [
         [
             str(i),
             d.vendor,
@@ -290,11 +319,6 @@ def render_host(
         ]
         for i, (d, (name, arch)) in enumerate((d, _named(d, used)) for d in h.devices)
     ]
-    # Every PCI function of an accelerator vendor: the backends below decide which of
-    # them are accelerators (a cloud VM's VGA function is listed here, not used there).
-    lines.append(st.bold("Devices of accelerator vendors"))
-    lines += _table(rows, view=view)
-    return lines
 
 
 def _named(d: HostDevice, used: Mapping[str, Device]) -> tuple[str | None, str]:

@@ -15,13 +15,13 @@ from hwbackends.facts import (
     torch_install_hint,
     version_in_range,
 )
-from hwbackends.plugin import Probe
+from hwbackends.plugin import Probe, frozen
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from hwbackends import Host
+    from hwbackends import Host, HostDevice
 
 __all__ = ["DRIVER_MIN", "INSTALL_HINT", "probe"]
 
@@ -123,74 +123,102 @@ def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str]
     return (msgs, []) if len(bad) == len({a for a in archs if a in SM}) else ([], msgs)
 
 
-def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> Probe:
+@frozen
+class _Seen:
+    """What the host shows of NVIDIA GPUs, their driver and the torch build."""
+
+    gpus: tuple[HostDevice, ...]
+    amd: tuple[HostDevice, ...]
+    nodes: tuple[str, ...]  # /dev names of the driver's nodes
+    driver: str | None  # the loaded driver's version ("" when not readable)
+    bound: tuple[HostDevice, ...]  # the GPUs the driver is seen to drive
+    torch_issue: tuple[str, str] | None  # torch_build_problem's (problem, fix)
+
+    @property
+    def loaded(self) -> bool:
+        """The driver runs: its version file, a /dev node, or a GPU bound to it."""
+        return self.driver is not None or bool(self.nodes) or bool(self.bound)
+
+
+def _seen(host: Host) -> _Seen:
+    """Decides which NVIDIA GPUs and driver the host shows, and whether torch is a CUDA build."""
     gpus = host.devices_of("nvidia")
-    amd = host.devices_of("amd")
-    nodes = [n for n in host.device_nodes if n.startswith("nvidia")]
-    driver = host.drivers.get("nvidia")
     # Bound: a GPU's PCI function names the nvidia driver (its driver link or uevent), or
     # the driver's own files list it (/proc/driver/nvidia exists only while the module runs),
     # or WSL's driver, which runs on the Windows side, exposes it.
-    bound = [d for d in gpus if d.extra.get("driver") == "nvidia"
-             or _evidence(d) & {"nvidia-proc", "wsl"}]  # fmt: skip
-    loaded = driver is not None or bool(nodes) or bool(bound)
-    torch_issue = torch_build_problem(host, "cuda")
+    bound = tuple(d for d in gpus if d.extra.get("driver") == "nvidia"
+                  or _evidence(d) & {"nvidia-proc", "wsl"})  # fmt: skip
+    return _Seen(
+        gpus=gpus,
+        amd=host.devices_of("amd"),
+        nodes=tuple(n for n in host.device_nodes if n.startswith("nvidia")),
+        driver=host.drivers.get("nvidia"),
+        bound=bound,
+        torch_issue=torch_build_problem(host, "cuda"),
+    )
+
+
+def _found(host: Host, seen: _Seen, labels: list[str]) -> list[str]:
+    """Decides the evidence lines: the GPUs and who found them, the driver, its nodes, torch."""
     ev: list[str] = []
-    if gpus:
-        found_by = sorted({e for d in gpus for e in _evidence(d)})
-        ev.append(f"{len(gpus)} NVIDIA GPU(s) ({', '.join(found_by) or 'host file'}): "
+    if seen.gpus:
+        found_by = sorted({e for d in seen.gpus for e in _evidence(d)})
+        ev.append(f"{len(seen.gpus)} NVIDIA GPU(s) ({', '.join(found_by) or 'host file'}): "
                   f"{_names(host, 'nvidia', labels)}")  # fmt: skip
-    if driver is not None:
-        ev.append(f"NVIDIA driver {driver or '(version not readable)'}")
-    elif bound:
-        via = {"driver link" for d in bound if d.extra.get("driver") == "nvidia"}
-        via |= {e for d in bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
+    if seen.driver is not None:
+        ev.append(f"NVIDIA driver {seen.driver or '(version not readable)'}")
+    elif seen.bound:
+        via = {"driver link" for d in seen.bound if d.extra.get("driver") == "nvidia"}
+        via |= {e for d in seen.bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
         ev.append(f"NVIDIA driver in use ({', '.join(sorted(via))}; version not read)")
-    if nodes:
-        ev.append("device nodes " + ", ".join("/dev/" + n for n in nodes[:4])
-                  + (" …" if len(nodes) > 4 else ""))  # fmt: skip
+    if seen.nodes:
+        ev.append("device nodes " + ", ".join("/dev/" + n for n in seen.nodes[:4])
+                  + (" …" if len(seen.nodes) > 4 else ""))  # fmt: skip
     if host.torch is not None:
         ev.append(f"torch {host.torch.version} ({host.torch.flavour} build)")
-    if amd:
-        ev.append(f"also {len(amd)} AMD GPU(s) ({_names(host, 'amd')}): the rocm backend's")
+    if seen.amd:
+        ev.append(f"also {len(seen.amd)} AMD GPU(s) ({_names(host, 'amd')}): the rocm backend's")
+    return ev
 
-    if not gpus:
-        hint = None
-        if loaded:
-            reason = (
-                "the NVIDIA driver is loaded ("
-                + (f"driver {driver}" if driver else "/dev/" + (nodes or ["nvidia"])[0])
-                + ") but no NVIDIA GPU is on the PCI bus"
-            )
-            hint = (
-                "in a VM or container, pass the GPU through (docker run --gpus all, the "
-                "Kubernetes NVIDIA device plugin); on bare metal check `lspci | grep -i nvidia`"
-            )
-        else:
-            reason = "no NVIDIA GPU found"
-        if amd and torch_issue is None:
-            reason += (
-                "; the GPU(s) here are AMD but the installed torch is a CUDA build "
-                "(the rocm backend says how to fix it)"
-            )
-        return Probe(name, False, torch_issue is None, reason, hint, tuple(ev))
 
-    problems: list[str] = []
-    hints: list[str] = []
-    if describes_drivers(host) and not loaded:
-        problems.append(
-            "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "
-            "/proc/driver/nvidia/version, no /dev/nvidia* nodes)"
+def _no_gpu(name: str, seen: _Seen, ev: list[str]) -> Probe:
+    """Decides the answer without an NVIDIA GPU: a driver with nothing to drive, or nothing."""
+    hint = None
+    if seen.loaded:
+        reason = (
+            "the NVIDIA driver is loaded ("
+            + (f"driver {seen.driver}" if seen.driver else "/dev/" + (seen.nodes or ("nvidia",))[0])
+            + ") but no NVIDIA GPU is on the PCI bus"
         )
-        hints.append(DRIVER_HINT)
-    cuda = host.torch.cuda if host.torch is not None else None
-    wheel_problem, wheel_hint, wheel_source = _wheel_advice(host, archs, labels)
-    if wheel_source is not None:
-        ev.append(wheel_source)
-    if torch_issue is not None:
-        problems.append(torch_issue[0])
+        hint = (
+            "in a VM or container, pass the GPU through (docker run --gpus all, the "
+            "Kubernetes NVIDIA device plugin); on bare metal check `lspci | grep -i nvidia`"
+        )
+    else:
+        reason = "no NVIDIA GPU found"
+    if seen.amd and seen.torch_issue is None:
+        reason += (
+            "; the GPU(s) here are AMD but the installed torch is a CUDA build "
+            "(the rocm backend says how to fix it)"
+        )
+    return Probe(name, False, seen.torch_issue is None, reason, hint, tuple(ev))
+
+
+def _torch_problems(
+    host: Host,
+    seen: _Seen,
+    cuda: str | None,
+    wheel_hint: str | None,
+    problems: list[str],
+    hints: list[str],
+) -> None:
+    """Decides what keeps torch from the GPUs: not a CUDA build, or a driver too old for its
+    CUDA."""
+    driver = seen.driver
+    if seen.torch_issue is not None:
+        problems.append(seen.torch_issue[0])
         if wheel_hint is None:
-            hints.append(torch_issue[1])
+            hints.append(seen.torch_issue[1])
         else:
             replaces = f" (replaces the {host.torch.flavour} build)" if host.torch else ""
             hints.append(wheel_hint + replaces)
@@ -202,26 +230,68 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
                 f"upgrade the NVIDIA driver to {need} or newer, or install a torch build for "
                 "an older CUDA"
             )
-    if torch_issue is None and wheel_problem is not None:
+
+
+def _kernel_problems(
+    cuda: str | None,
+    archs: list[str | None],
+    wheel: tuple[str | None, str | None],
+    problems: list[str],
+    hints: list[str],
+    ev: list[str],
+) -> None:
+    """Decides whether the CUDA build has kernels for the GPUs: the wheel matrix's answer,
+    else torch's CUDA version against each architecture."""
+    wheel_problem, wheel_hint = wheel
+    if wheel_problem is not None:
         problems.append(wheel_problem)
         hints.append(wheel_hint or f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
-    elif torch_issue is None:
-        arch_problems, notes = _arch_problems(archs, cuda)
-        problems += arch_problems
-        if arch_problems:
-            hints.append(wheel_hint or f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
-        ev += notes
-    what = f"{len(gpus)} NVIDIA GPU(s) ({_names(host, 'nvidia', labels)})"
-    if problems:
-        return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
-                     "; then ".join(hints), tuple(ev))  # fmt: skip
+        return
+    arch_problems, notes = _arch_problems(archs, cuda)
+    problems += arch_problems
+    if arch_problems:
+        hints.append(wheel_hint or f"pip install torch --index-url {TORCH_INDEXES['cuda']}")
+    ev += notes
+
+
+def _ready(
+    name: str, host: Host, seen: _Seen, what: str, archs: list[str | None], ev: list[str]
+) -> Probe:
+    """Decides the ready answer: the GPUs, their architectures, the driver and torch."""
     known = sorted({a for a in archs if a})
     reason = (
         f"CUDA ready: {what}"
         + (f" [{', '.join(known)}]" if known else "")
-        + (f", driver {driver}" if driver else "")
+        + (f", driver {seen.driver}" if seen.driver else "")
         + (f", torch {host.torch.version}" if host.torch else "")
     )
-    if amd:
+    if seen.amd:
         reason += "; the AMD GPU(s) are not used: torch is a CUDA build"
     return Probe(name, True, True, reason, None, tuple(ev))
+
+
+def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> Probe:
+    seen = _seen(host)
+    ev = _found(host, seen, labels)
+    if not seen.gpus:
+        return _no_gpu(name, seen, ev)
+    problems: list[str] = []
+    hints: list[str] = []
+    if describes_drivers(host) and not seen.loaded:
+        problems.append(
+            "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "
+            "/proc/driver/nvidia/version, no /dev/nvidia* nodes)"
+        )
+        hints.append(DRIVER_HINT)
+    cuda = host.torch.cuda if host.torch is not None else None
+    wheel_problem, wheel_hint, wheel_source = _wheel_advice(host, archs, labels)
+    if wheel_source is not None:
+        ev.append(wheel_source)
+    _torch_problems(host, seen, cuda, wheel_hint, problems, hints)
+    if seen.torch_issue is None:
+        _kernel_problems(cuda, archs, (wheel_problem, wheel_hint), problems, hints, ev)
+    what = f"{len(seen.gpus)} NVIDIA GPU(s) ({_names(host, 'nvidia', labels)})"
+    if problems:
+        return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
+                     "; then ".join(hints), tuple(ev))  # fmt: skip
+    return _ready(name, host, seen, what, archs, ev)

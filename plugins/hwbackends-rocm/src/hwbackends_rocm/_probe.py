@@ -117,84 +117,115 @@ def _summary(gpus: Sequence[Gpu]) -> str:
     return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
 
 
-def probe(
-    name: str,
-    host: Host,
-    pin: Callable[[list[int]], str | None],
-    arch_of: Callable[[HostDevice], str | None] | None = None,
-) -> Probe:
-    """``pin(positions)`` renders the variables that show only those AMD devices."""
-    gpus = classify(host, arch_of)
-    usable = [g for g in gpus if g.usable]
-    old = [g for g in gpus if g.pre_gcn]
-    ignored = [g for g in gpus if not g.usable and not g.pre_gcn]
-    nvidia = host.devices_of("nvidia")
-    kfd = host.has_node("kfd")
+@frozen
+class _Seen:
+    """What the host shows of AMD GPUs, the amdgpu driver and the torch build."""
+
+    gpus: tuple[Gpu, ...]
+    usable: tuple[Gpu, ...]
+    old: tuple[Gpu, ...]  # older than GCN: present, but ROCm and amdgpu never drove them
+    ignored: tuple[Gpu, ...]  # integrated GPUs that are no ROCm target
+    nvidia: tuple[HostDevice, ...]
+    kfd: bool
+    amdgpu: bool
+    torch_issue: tuple[str, str] | None  # torch_build_problem's (problem, fix)
+
+
+def _seen(host: Host, arch_of: Callable[[HostDevice], str | None] | None) -> _Seen:
+    """Decides which AMD GPUs count, whether amdgpu and KFD run, and whether torch is a ROCm
+    build."""
+    gpus = tuple(classify(host, arch_of))
     # amdgpu runs: loaded as a module, bound to a GPU (its driver link or uevent), or its KFD
     # topology lists the GPU (the topology exists only while amdgpu runs with KFD).
     amdgpu = "amdgpu" in host.drivers or any(
         g.device.extra.get("driver") == "amdgpu" or "kfd" in _evidence(g.device) for g in gpus
     )
-    torch_issue = torch_build_problem(host, "rocm")
+    return _Seen(
+        gpus=gpus,
+        usable=tuple(g for g in gpus if g.usable),
+        old=tuple(g for g in gpus if g.pre_gcn),
+        ignored=tuple(g for g in gpus if not g.usable and not g.pre_gcn),
+        nvidia=host.devices_of("nvidia"),
+        kfd=host.has_node("kfd"),
+        amdgpu=amdgpu,
+        torch_issue=torch_build_problem(host, "rocm"),
+    )
+
+
+def _found(host: Host, seen: _Seen) -> list[str]:
+    """Decides the evidence lines: the GPUs counted and ignored, the driver, torch, NVIDIA."""
     ev: list[str] = []
-    if usable:
-        ev.append(f"{len(usable)} AMD GPU(s): {_summary(usable)}")
-    for g in ignored:
+    if seen.usable:
+        ev.append(f"{len(seen.usable)} AMD GPU(s): {_summary(seen.usable)}")
+    for g in seen.ignored:
         ev.append(f"ignored integrated GPU {g.label}: not a ROCm target")
-    for g in old:
+    for g in seen.old:
         ev.append(f"ignored {g.label}: older than GCN, driven by the radeon driver")
-    if amdgpu or kfd:
-        ev.append("driver: " + ", ".join(x for x, on in (("amdgpu", amdgpu), ("/dev/kfd", kfd))
-                                         if on))  # fmt: skip
+    if seen.amdgpu or seen.kfd:
+        running = (("amdgpu", seen.amdgpu), ("/dev/kfd", seen.kfd))
+        ev.append("driver: " + ", ".join(x for x, on in running if on))
     if host.torch is not None:
         ev.append(f"torch {host.torch.version} ({host.torch.flavour} build)")
-    if nvidia:
-        ev.append(f"also {len(nvidia)} NVIDIA GPU(s): the cuda backend's")
+    if seen.nvidia:
+        ev.append(f"also {len(seen.nvidia)} NVIDIA GPU(s): the cuda backend's")
+    return ev
 
-    if not usable:
-        hint = None
-        if old:
-            reason = (
-                f"no ROCm support for this GPU: {_summary(old)} "
-                + ("is a GPU" if len(old) == 1 else "are GPUs")
-                + " older than GCN, not supported by ROCm or the amdgpu driver (both start "
-                "at GCN; Linux drives it with the radeon driver: amdgpu_unsupported_pciidlist "
-                "in drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c)"
-            )
-            if ignored:
-                reason += f"; and an integrated GPU ROCm does not support ({_summary(ignored)})"
-        elif ignored:
-            reason = f"only an integrated AMD GPU that ROCm does not support ({_summary(ignored)})"
-        elif kfd or amdgpu:
-            reason = "the amdgpu driver (/dev/kfd) is present but no AMD GPU is on the PCI bus"
-            hint = "in a VM or container, pass the GPU through (--device=/dev/dri/renderD*)"
-        else:
-            reason = "no AMD GPU found"
-        if nvidia:
-            reason += "; the NVIDIA GPU(s) here belong to the cuda backend" + (
-                " but the installed torch is a ROCm build" if torch_issue is None else ""
-            )
-        # a pre-GCN GPU is present hardware that ROCm cannot use: shown, not "no hardware"
-        return Probe(name, bool(old), torch_issue is None, reason, hint, tuple(ev))
 
-    problems: list[str] = []
-    hints: list[str] = []
-    if describes_drivers(host):
-        if not amdgpu and not kfd:
-            problems.append("the amdgpu kernel driver is not loaded (no /dev/kfd)")
-            hints.append(DRIVER_HINT)
-        elif not kfd:
-            problems.append("/dev/kfd (ROCm's compute interface) is missing")
-            hints.append(KFD_HINT)
-        elif any(g.device.arch is None and "kfd_node" not in g.device.extra for g in usable):
-            problems.append("KFD lists no GPU node for some AMD GPU(s), so ROCm cannot see them")
-            hints.append(KFD_HINT)
-    if torch_issue is not None:
-        problems.append(torch_issue[0])
-        why = f"{torch_issue[1]}" + (" (to use the AMD GPU instead of the NVIDIA one)"
-                                     if nvidia else "")  # fmt: skip
+def _why_none_usable(seen: _Seen) -> tuple[str, str | None]:
+    """Decides why no AMD GPU is usable (reason, hint): too old, integrated only, a driver
+    with no GPU, or none at all."""
+    old, ignored = seen.old, seen.ignored
+    hint = None
+    if old:
+        reason = (
+            f"no ROCm support for this GPU: {_summary(old)} "
+            + ("is a GPU" if len(old) == 1 else "are GPUs")
+            + " older than GCN, not supported by ROCm or the amdgpu driver (both start "
+            "at GCN; Linux drives it with the radeon driver: amdgpu_unsupported_pciidlist "
+            "in drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c)"
+        )
+        if ignored:
+            reason += f"; and an integrated GPU ROCm does not support ({_summary(ignored)})"
+    elif ignored:
+        reason = f"only an integrated AMD GPU that ROCm does not support ({_summary(ignored)})"
+    elif seen.kfd or seen.amdgpu:
+        reason = "the amdgpu driver (/dev/kfd) is present but no AMD GPU is on the PCI bus"
+        hint = "in a VM or container, pass the GPU through (--device=/dev/dri/renderD*)"
+    else:
+        reason = "no AMD GPU found"
+    if seen.nvidia:
+        reason += "; the NVIDIA GPU(s) here belong to the cuda backend" + (
+            " but the installed torch is a ROCm build" if seen.torch_issue is None else ""
+        )
+    return reason, hint
+
+
+def _driver_problems(host: Host, seen: _Seen, problems: list[str], hints: list[str]) -> None:
+    """Decides what keeps ROCm from the GPUs in the kernel: amdgpu not loaded, no /dev/kfd,
+    or KFD without a node for a GPU (only where the host describes its drivers)."""
+    if not describes_drivers(host):
+        return
+    if not seen.amdgpu and not seen.kfd:
+        problems.append("the amdgpu kernel driver is not loaded (no /dev/kfd)")
+        hints.append(DRIVER_HINT)
+    elif not seen.kfd:
+        problems.append("/dev/kfd (ROCm's compute interface) is missing")
+        hints.append(KFD_HINT)
+    elif any(g.device.arch is None and "kfd_node" not in g.device.extra for g in seen.usable):
+        problems.append("KFD lists no GPU node for some AMD GPU(s), so ROCm cannot see them")
+        hints.append(KFD_HINT)
+
+
+def _torch_problems(host: Host, seen: _Seen, problems: list[str], hints: list[str]) -> None:
+    """Decides what keeps torch from the GPUs: not a ROCm build, or a HIP older than every
+    GPU's first ROCm release."""
+    if seen.torch_issue is not None:
+        problems.append(seen.torch_issue[0])
+        why = f"{seen.torch_issue[1]}" + (" (to use the AMD GPU instead of the NVIDIA one)"
+                                          if seen.nvidia else "")  # fmt: skip
         hints.append(why)
     elif host.torch is not None and host.torch.hip:
+        usable = seen.usable
         too_new = [g for g in usable if g.row and g.row.min_rocm
                    and version_in_range(host.torch.hip, g.row.min_rocm) is False]  # fmt: skip
         if too_new and len(too_new) == len(usable):
@@ -204,39 +235,84 @@ def probe(
                 f"{_summary(too_new)}"
             )
             hints.append(f"install a torch build for ROCm {need} or newer")
-    for g in usable:
+
+
+def _support_notes(seen: _Seen, ev: list[str]) -> None:
+    """Decides the evidence on each usable GPU's support: unknown to the table, or not on
+    AMD's list."""
+    for g in seen.usable:
         if g.row is None and g.arch:
             ev.append(f"{g.arch} is not in hwbackends' table: support unknown")
         elif g.row is not None and g.row.support != "supported":
             ev.append(f"{g.label} is {g.row.support} in ROCm, not on {SUPPORT_LIST}")
-    what = f"{len(usable)} AMD GPU(s) ({_summary(usable)})"
-    off_list = [g for g in usable if g.row is not None and g.row.support == "unsupported"]
-    if problems and len(off_list) == len(usable):
-        # installing amdgpu/ROCm or a ROCm torch would not make these work: say so instead
-        return Probe(
-            name,
-            True,
-            False,
-            f"{what} found, but ROCm does not support "
-            + ("it" if len(usable) == 1 else "them")
-            + f": {', '.join(dict.fromkeys(g.arch or '?' for g in off_list))} "
-            + ("is" if len({g.arch for g in off_list}) == 1 else "are")
-            + f" not on {SUPPORT_LIST}; and "
-            + "; and ".join(problems),
-            None,
-            tuple(ev),
+
+
+def _unsupported(
+    name: str, off_list: list[Gpu], what: str, problems: list[str], ev: list[str]
+) -> Probe:
+    """Decides the answer where every usable GPU is off ROCm's list and something else is
+    wrong too: installing amdgpu/ROCm or a ROCm torch would not make these work, so say so."""
+    return Probe(
+        name,
+        True,
+        False,
+        f"{what} found, but ROCm does not support "
+        + ("it" if len(off_list) == 1 else "them")
+        + f": {', '.join(dict.fromkeys(g.arch or '?' for g in off_list))} "
+        + ("is" if len({g.arch for g in off_list}) == 1 else "are")
+        + f" not on {SUPPORT_LIST}; and "
+        + "; and ".join(problems),
+        None,
+        tuple(ev),
+    )
+
+
+def _ready(
+    name: str,
+    host: Host,
+    seen: _Seen,
+    what: str,
+    pin: Callable[[list[int]], str | None],
+    ev: list[str],
+) -> Probe:
+    """Decides the ready answer, with the variables that hide an integrated GPU ROCm also
+    enumerates."""
+    reason = f"ROCm ready: {what}" + (f", torch {host.torch.version}" if host.torch else "")
+    if seen.ignored:
+        shown = pin([g.position for g in seen.usable])
+        reason += (
+            f"; ROCm also enumerates the integrated GPU {_summary(seen.ignored)} (physical "
+            f"{', '.join(str(g.position) for g in seen.ignored)})"
+            + (f": hide it with {shown}" if shown else "")
         )
+    if seen.nvidia:
+        reason += "; the NVIDIA GPU(s) are not used: torch is a ROCm build"
+    return Probe(name, True, True, reason, None, tuple(ev))
+
+
+def probe(
+    name: str,
+    host: Host,
+    pin: Callable[[list[int]], str | None],
+    arch_of: Callable[[HostDevice], str | None] | None = None,
+) -> Probe:
+    """``pin(positions)`` renders the variables that show only those AMD devices."""
+    seen = _seen(host, arch_of)
+    ev = _found(host, seen)
+    if not seen.usable:
+        reason, hint = _why_none_usable(seen)
+        # a pre-GCN GPU is present hardware that ROCm cannot use: shown, not "no hardware"
+        return Probe(name, bool(seen.old), seen.torch_issue is None, reason, hint, tuple(ev))
+    problems: list[str] = []
+    hints: list[str] = []
+    _driver_problems(host, seen, problems, hints)
+    _torch_problems(host, seen, problems, hints)
+    _support_notes(seen, ev)
+    what = f"{len(seen.usable)} AMD GPU(s) ({_summary(seen.usable)})"
+    off_list = [g for g in seen.usable if g.row is not None and g.row.support == "unsupported"]
+    if problems and len(off_list) == len(seen.usable):
+        return _unsupported(name, off_list, what, problems, ev)
     if problems:
         return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
                      "; then ".join(hints), tuple(ev))  # fmt: skip
-    reason = f"ROCm ready: {what}" + (f", torch {host.torch.version}" if host.torch else "")
-    if ignored:
-        shown = pin([g.position for g in usable])
-        reason += (
-            f"; ROCm also enumerates the integrated GPU {_summary(ignored)} (physical "
-            f"{', '.join(str(g.position) for g in ignored)})"
-            + (f": hide it with {shown}" if shown else "")
-        )
-    if nvidia:
-        reason += "; the NVIDIA GPU(s) are not used: torch is a ROCm build"
-    return Probe(name, True, True, reason, None, tuple(ev))
+    return _ready(name, host, seen, what, pin, ev)

@@ -22,7 +22,6 @@ ALLOWED = {
     ("src/hwbackends/transformers.py", "resolve_attention"),
     ("src/hwbackends/_selection/report.py", "_unserved_hardware"),
     ("src/hwbackends/_selection/registry.py", "Registry.select"),
-    ("src/hwbackends/_base/envguard.py", "_State.edits"),
     ("src/hwbackends/_integrations/launch.py", "detect_launch"),
 }
 

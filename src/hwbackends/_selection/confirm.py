@@ -1,10 +1,15 @@
 """The explicit "confirm" step: ask the real runtime, in a child process, what it sees.
 
 Probes never start a device runtime (DESIGN.md rule 2). ``confirm`` is the opt-in exception:
-it runs ``sys.executable -c <script>`` with the environment under test; the child imports
+it runs ``sys.executable -I -c <script>`` with the environment under test; the child imports
 torch, counts ``torch.<device_type>`` devices and reads each one's PCI address where torch
 exposes it, then prints one JSON line. The parent compares that with the prediction,
 ``backend.devices(host, env)``. The parent itself never imports torch, so it stays fork-safe.
+
+Isolated: ``-I`` keeps the working directory, the user's site folder and ``PYTHON*`` variables
+out of the child, which runs in ``/`` with this process's import path minus relative entries
+and the working directory. A ``torch.py`` (or a ``*.dist-info``) another user left in a shared
+``/tmp`` is never imported (https://docs.python.org/3/using/cmdline.html#cmdoption-I).
 
 PCI addresses: CUDA and ROCm builds of torch give ``pci_domain_id``, ``pci_bus_id`` and
 ``pci_device_id`` on ``torch.cuda.get_device_properties(i)`` (used that way by
@@ -32,6 +37,7 @@ __all__ = ["Confirmation", "confirm"]
 # The child's program. It must work on any torch (or none) and always print one JSON object.
 _SCRIPT = r"""
 import json, sys
+sys.path[:] = json.loads(sys.argv[2])
 device_type = sys.argv[1]
 out = {"device_type": device_type}
 try:
@@ -157,12 +163,28 @@ def child_env(backend_name: str, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def child_path() -> list[str]:
+    """This process's import path without what depends on where it was started: relative
+    entries ('' is the working directory of ``python -c``) and the working directory itself
+    (``python -m`` puts it first)."""
+    try:
+        here = os.path.realpath(os.getcwd())
+    except OSError:  # a removed working directory: nothing to compare with
+        here = None
+    return [p for p in sys.path if os.path.isabs(p) and os.path.realpath(p) != here]
+
+
+def python_argv(script: str, *args: str) -> list[str]:
+    """``sys.executable -I -c script *args``: the isolated child every check starts."""
+    return [sys.executable, "-I", "-c", script, *args]
+
+
 def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """Run the child; separate so that tests can substitute a faked result."""
     import subprocess
 
     proc = subprocess.run(
-        argv, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        argv, env=env, capture_output=True, text=True, timeout=timeout, check=False, cwd="/"
     )
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -204,7 +226,7 @@ def confirm(
 
     retry = "run it again; if it fails again, check that torch imports and its driver loads"
 
-    argv = [sys.executable, "-c", _SCRIPT, backend.device_type]
+    argv = python_argv(_SCRIPT, backend.device_type, json.dumps(child_path()))
     try:
         rc, out, err = _run(argv, child_env(backend.name, env), timeout)
     except OSError as exc:

@@ -242,11 +242,16 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     rest and pip takes the index's build, the higher local version).
 
     The hardware is the chosen backend's, else that of a backend whose hardware is present
-    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU."""
+    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU. The
+    pip is this interpreter's (``python -m pip``: a bare ``pip`` may be another Python's);
+    ``argv`` is the command as words, ``command`` the same quoted for a POSIX shell, and
+    ``needed`` False when all of it is installed already."""
     import shlex
+    import sys
 
+    from hwbackends._base.files import normalize_dist_name
     from hwbackends._base.versions import TORCH_INDEXES
-    from hwbackends._discovery.catalog import core_checkout, install_command
+    from hwbackends._discovery.catalog import core_checkout, install_spec
     from hwbackends._selection.registry import get
 
     target = next(
@@ -265,13 +270,13 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     if checkout is not None and os.path.realpath(checkout) == os.path.realpath(os.getcwd()):
         checkout = "."  # run from the checkout: the short form the README gives
     core = f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]"
-    words = ["pip", "install", shlex.quote(core)]
+    argv = [sys.executable, "-m", "pip", "install", core]
     flavour: str | None = "cpu"
     name = "cpu"
     hint = ""
     if target is not None:
         name = target.name
-        words += install_command(target.origin, checkout)[0].split()[2:]
+        argv.append(install_spec(target.origin, checkout)[0])
         try:
             b = get(target.name)
             flavour = getattr(b, "torch_flavour", None)
@@ -280,11 +285,21 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
             flavour = None
     index = TORCH_INDEXES.get(flavour or "")
     if index:
-        words += ["--extra-index-url", index]
+        argv += ["--extra-index-url", index]
+    packages = report.host.packages if report.host is not None else {}
+    have = [n for n in ("torch", "transformers", "accelerate", "kernels") if packages.get(n)]
+    ready = name == report.chosen and (
+        name != "cpu" or not any(c.state == "unavailable" and c.probe is not None
+                                 and c.probe.hardware_present for c in report.candidates)
+    )  # fmt: skip
+    needed = not (ready and len(have) == 4)
     return {
         "backend": name,
-        "command": " ".join(words),
+        "command": shlex.join(argv),
+        "argv": argv,
         "torch_index": index,
+        "needed": needed,
+        "installed": {normalize_dist_name(n): packages.get(n) for n in have},
         # a vendor stack without a PyTorch wheel index (Neuron, Gaudi, Ascend...): its own
         # install step, from the plugin
         "then": None if index else (hint or None),

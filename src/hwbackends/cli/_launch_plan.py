@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _inputs
 from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _table, _View, fit
+from hwbackends.cli._render import KEEP, _Style, _table, _View, command_lines, fit
 
 if TYPE_CHECKING:
     import argparse
@@ -92,31 +92,11 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
 
 def _command(cmd: str, view: _View) -> list[str]:
     """A shell command wrapped to the width with `` \\`` continuations (never inside a
-    word, so a quoted argument with spaces may stay long)."""
+    word, so a quoted argument with spaces may stay long; ``fit`` leaves it whole)."""
     import shlex
 
     try:
         words = shlex.split(cmd)
     except ValueError:
-        return [f"  {cmd}"]
-    if len(cmd) + 2 <= view.width or not words:
-        return [f"  {cmd}"]
-    out: list[str] = []
-    line = " "
-    for w in map(_word, words):
-        if len(line) + 1 + len(w) + 2 > view.width and line.strip():
-            out.append(line + " \\")
-            line = "     "
-        line += " " + w
-    out.append(line)
-    return out
-
-
-def _word(x: str) -> str:
-    """One shell word as it was written: ``K=V`` keeps its name bare and quotes the value."""
-    import shlex
-
-    key, sep, value = x.partition("=")
-    if sep and key.isidentifier():
-        return f"{key}={shlex.quote(value)}"
-    return shlex.quote(x)
+        return [KEEP + f"  {cmd}"]
+    return command_lines(words, view.width, "  ", "      ")

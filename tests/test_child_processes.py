@@ -3,6 +3,7 @@ shared ``/tmp``) is imported or read as an installed distribution."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from pathlib import Path
 
@@ -48,12 +49,20 @@ def test_the_confirm_child_never_imports_the_working_directory(shared_cwd: Path)
     assert conf.checked, conf.message
 
 
-def test_the_confirm_child_is_isolated_with_a_clean_path(shared_cwd: Path) -> None:
+def test_the_confirm_child_is_isolated_with_a_clean_path(
+    shared_cwd: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     argv = confirm_mod.python_argv("pass")
     assert argv[:3] == [sys.executable, "-I", "-c"]
-    path = confirm_mod.child_path()
-    assert "" not in path and str(Path.cwd()) not in path
-    assert all(Path(p).is_absolute() for p in path)
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    monkeypatch.setenv("PYTHONPATH", f"{Path.cwd()}:.:{extra}")
+    monkeypatch.setattr(sys, "path", [*sys.path, str(extra)])
+    front, _ = confirm_mod.child_path()
+    assert front == [str(extra)]  # PYTHONPATH kept, less the working directory and '.'
+    code = "import sys; print(sys.path[0])"
+    out = subprocess.run(confirm_mod.python_argv(code), capture_output=True, text=True)
+    assert out.stdout.strip() == str(extra)
 
 
 def test_the_conformance_kits_import_check_ignores_the_working_directory(

@@ -392,12 +392,10 @@ def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[
         "import json\n"
         "print(json.dumps({'changed': changed, 'heavy': heavy}))\n"
     )
-    from hwbackends._selection.confirm import child_path, python_argv
+    from hwbackends._selection.confirm import python_argv
 
-    # isolated, with this process's path: a module in the working directory must not stand in
-    code = "import json, sys\nsys.path[:] = json.loads(sys.argv[1])\n" + code
-    argv = python_argv(code, json.dumps(child_path()))
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    # isolated: a module in the working directory must not stand in for the plugin's
+    proc = subprocess.run(python_argv(code), capture_output=True, text=True)
     if proc.returncode != 0:
         return [f"importing {module} failed: {proc.stderr.strip().splitlines()[-1:]}"]
     got = json.loads(proc.stdout.strip().splitlines()[-1])

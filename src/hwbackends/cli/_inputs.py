@@ -59,6 +59,12 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
             "the root of a machine's file tree, holding sys/, proc/ and dev/",
             "pass an existing folder, or leave --root out to read this machine",
         )
+    if root is not None and not any(os.path.isdir(os.path.join(root, d)) for d in _TREE):
+        raise UsageError(  # else an empty folder reads as a confident CPU-only machine
+            f"--root {root!r} holds none of sys/, proc/ and dev/",
+            "the root of a machine's file tree, holding sys/, proc/ and dev/",
+            "pass the folder above them (a container image's root, or a copied tree)",
+        )
     if host_file is not None:
         host = Host.from_file(host_file)
     else:
@@ -85,6 +91,10 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
         _check_backend_option(args.backend)
         base["HWBACKENDS_BACKEND"] = args.backend
     return base, host
+
+
+#: The folders of a machine's tree the reader looks in; a --root without any is no tree.
+_TREE = ("sys", "proc", "dev")
 
 
 def _check_backend_option(name: str) -> None:

@@ -392,6 +392,7 @@ def launch_plan(
     :raises BackendUnavailableError: when the named backend cannot run here and the plan
         cannot be made without it.
     """
+    _check_sizes(nproc_per_node, nnodes, node_rank)
     warnings: list[str] = []
     t = _plan_target(backend, env, host, nproc_per_node, scheduler, nnodes, warnings)
     elsewhere = bool(warnings)  # a named backend with no hardware here: trust nproc_per_node
@@ -399,6 +400,7 @@ def launch_plan(
         nproc_per_node = len(t.devices) if t.name != "cpu" else 1
     if t.name == "cpu" and backend is None and (scheduler or nnodes > 1):
         warnings.append(_login_node_warning(t, scheduler, nnodes))
+    warnings += _oversubscribed(t, nproc_per_node)
     if nproc_per_node < 1 or nnodes < 1 or not 0 <= node_rank < nnodes:
         raise HwBackendsError(
             f"nproc_per_node={nproc_per_node}, nnodes={nnodes}, node_rank={node_rank} do not "
@@ -549,6 +551,29 @@ def launch_plan(
         sbatch_torchrun=sbatch_tr,
         warnings=tuple(warnings),
     )
+
+
+def _check_sizes(nproc_per_node: object, nnodes: object, node_rank: object) -> None:
+    """The sizes are ints in range before anything is planned (a plan lists every rank)."""
+    from hwbackends._base.args import MAX_NODES, MAX_PROCESSES_PER_NODE, check_count
+
+    if nproc_per_node is not None:
+        check_count(nproc_per_node, "nproc_per_node", "launch_plan", 1, MAX_PROCESSES_PER_NODE)
+    check_count(nnodes, "nnodes", "launch_plan", 1, MAX_NODES)
+    check_count(node_rank, "node_rank", "launch_plan", 0, MAX_NODES - 1)
+
+
+def _oversubscribed(t: Target, nproc_per_node: int) -> list[str]:
+    """A warning when the node's processes outnumber its CPU cores (each rank runs at least
+    one busy thread: the ranks then take turns, and collectives time out)."""
+    cores = t.host.cpu.count if t.host is not None else 0
+    if not cores or nproc_per_node <= cores:
+        return []
+    return [
+        f"{nproc_per_node} processes on this node's {cores} CPU core(s) oversubscribe them: "
+        "the ranks take turns on the cores and may time out in collectives. Fix: use at "
+        f"most {cores} processes per node (--nproc-per-node {cores}), or more nodes"
+    ]
 
 
 def _plan_target(

@@ -35,9 +35,10 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     from hwbackends._machine.host import Host
 
     overrides = parse_env_overrides(args.env or [])
-    # --host '' is a mistake to report, not a request for the real machine
-    host_file = args.host if args.host is not None else os.environ.get("HWBACKENDS_HOST") or None
-    from_env = os.environ.get("HWBACKENDS_HOST") or None
+    # --host '' is a mistake to report, not a request for the real machine; the variable
+    # counts from --env too (it was ignored there)
+    from_env = overrides.get("HWBACKENDS_HOST", os.environ.get("HWBACKENDS_HOST")) or None
+    host_file = args.host if args.host is not None else from_env
     if args.host is not None and from_env is not None and from_env != args.host:
         import sys
 
@@ -110,12 +111,17 @@ def _check_backend_option(name: str) -> None:
             f"one of {', '.join(names)}",
             "name a backend, or leave --backend out to use the selected one",
         )
-    if name.strip().lower() in names:
+    # a list, as HWBACKENDS_BACKEND takes one: the first usable wins
+    wanted = [w.strip().lower() for w in name.split(",")]
+    missing = [w for w in wanted if w not in names]
+    if not missing:
         return
-    near = difflib.get_close_matches(name.strip().lower(), names, n=3, cutoff=0.5)
+    near = difflib.get_close_matches(missing[0], names, n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
     raise UsageError(
-        f"--backend {name!r} names no installed backend{hint}",
+        f"--backend {name!r} names no installed backend{hint}"
+        if len(wanted) == 1
+        else f"--backend {name!r}: {missing[0]!r} is no installed backend{hint}",
         f"one of {', '.join(names)}",
         "pick an installed name (`hwbackends plugins` lists them) or install that plugin",
     )

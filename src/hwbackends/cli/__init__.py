@@ -167,6 +167,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="everything: each backend's row, device UUIDs, full reasons with their sources",
     )
+    sp.add_argument(
+        "--issue",
+        action="store_true",
+        help="a Markdown block to paste into a bug report: OS release, glibc, numpy, the torch "
+        "build's CUDA/cuDNN/NCCL or HIP, the Accelerate config, the versions and the choice",
+    )
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")

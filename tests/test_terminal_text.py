@@ -30,7 +30,8 @@ def evil_host(tmp_path: Path) -> str:
 
 
 @pytest.mark.parametrize(
-    "argv", [["env"], ["env", "--verbose"], ["devices"], ["explain"], ["plugins"]]
+    "argv",
+    [["env"], ["env", "--verbose"], ["env", "--issue"], ["devices"], ["explain"], ["plugins"]],
 )
 def test_data_cannot_drive_the_terminal_or_forge_lines(
     argv: list[str], evil_host: str, capsys: pytest.CaptureFixture[str]

@@ -11,7 +11,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from hwbackends._base.files import _read_text
-from hwbackends.cli._render import ROOT_SOURCE, build_name, versions_of
+from hwbackends.cli._render import ROOT_SOURCE, build_name, shown, versions_of
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -98,8 +98,8 @@ def render_issue(report: SelectionReport, env: Mapping[str, str]) -> str:
     h = report.host
     v, facts = versions_of(h), system_facts(h, env)
     rt = facts["runtime"]
-    platform = ", ".join(
-        x for x in (f"{h.system} {h.machine}", facts["os_release"], facts["glibc"]) if x
+    platform = shown(
+        ", ".join(x for x in (f"{h.system} {h.machine}", facts["os_release"], facts["glibc"]) if x)
     )
     if h.simulated:
         platform += f" (simulated from {h.source})"
@@ -117,16 +117,18 @@ def render_issue(report: SelectionReport, env: Mapping[str, str]) -> str:
     lines += [f"- {k} version: {x or 'not installed'}" for k, x in v["packages"].items()]
     lines += [f"- {k} driver: {x}" for k, x in sorted(v["drivers"].items()) if x]
     visible = ", ".join(
-        f"{d.torch_device} → physical {d.physical_index}" + (f" ({d.name})" if d.name else "")
+        f"{d.torch_device} → physical {d.physical_index}"
+        + (f" ({shown(d.name)})" if d.name else "")
         for d in report.devices
     )
     variables = (report.visibility or {}).get("variables") or {}
-    shown = ", ".join(f"{k}={'unset' if x is None else x!r}" for k, x in variables.items())
+    named = ", ".join(f"{k}={'unset' if x is None else x!r}" for k, x in variables.items())
     lines += [
-        f"- Chosen backend: {report.chosen} ({report.reason}) [rule: {report.rule}]",
+        f"- Chosen backend: {report.chosen} ({shown(report.reason)}) [rule: {report.rule}]",
         f"- Devices this process sees: {visible or 'none'}",
-        f"- Visibility variables: {shown or 'none read'}",
-        f"- Warnings: {len(report.warnings)}" + "".join(f"\n  - {w}" for w in report.warnings),
+        f"- Visibility variables: {named or 'none read'}",
+        f"- Warnings: {len(report.warnings)}"
+        + "".join(f"\n  - {shown(w)}" for w in report.warnings),
     ]
     config = facts["accelerate_config"]
     if config is None:

@@ -98,10 +98,13 @@ def parse(text: str | None) -> Doc:
 
 def docstring(obj: Any) -> str:
     """The object's own docstring; not the signature dataclasses write when it has none."""
+    from hwbackends._base.record import FIELDS_HEADING
+
     doc = inspect.getdoc(obj) or ""
     if inspect.isclass(obj) and doc.startswith(obj.__name__ + "("):
         return ""
-    return doc
+    # a record's fields, which help() lists under its docstring, have a table of their own
+    return doc.split(FIELDS_HEADING)[0]
 
 
 # -- attribute docstrings --------------------------------------------------------------------

@@ -194,3 +194,39 @@ def test_padding_with_zeros_never_changes_an_answer(
     version, bound = text(v, pad_v), text(low, pad_low)
     assert version_in_range(version, bound) is (Version(version) >= Version(bound))
     assert version_in_range(version, text(v, 0)) is True
+
+
+def _record_classes() -> list[type]:
+    import importlib
+    import pkgutil
+
+    import hwbackends
+
+    found: dict[str, type] = {}
+    for mod in pkgutil.walk_packages(hwbackends.__path__, "hwbackends."):
+        if mod.name.endswith("__main__"):
+            continue
+        for obj in vars(importlib.import_module(mod.name)).values():
+            if isinstance(obj, type) and "__record_fields__" in obj.__dict__:
+                found[f"{obj.__module__}.{obj.__qualname__}"] = obj
+    return list(found.values())
+
+
+def test_every_record_shows_its_fields_to_help_and_inspect() -> None:
+    import inspect
+    import pydoc
+
+    classes = _record_classes()
+    assert len(classes) >= 29
+    for cls in classes:
+        names = [f.name for f in cls.__dict__["__record_fields__"]]
+        sig = inspect.signature(cls)
+        assert list(sig.parameters) == names, cls
+        text = pydoc.render_doc(cls, renderer=pydoc.plaintext)
+        assert "*args" not in text.split("\n", 4)[3], cls  # the class line help() shows
+        assert all(f"    {n}: " in text for n in names), cls
+    from hwbackends._base.protocol import Device
+
+    help_text = pydoc.render_doc(Device, renderer=pydoc.plaintext)
+    assert "Logical index: what torch calls" in help_text  # the field's own docstring
+    assert str(inspect.signature(Device)).startswith("(backend: 'str', device_type: 'str'")

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from hwbackends._base.errors import (
+        ArgumentError,
         BackendNotFoundError,
         BackendUnavailableError,
         HostFileError,
@@ -41,6 +42,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_VERSION",
+    "ArgumentError",
     "AttentionOption",
     "Backend",
     "BackendNotFoundError",
@@ -74,9 +76,9 @@ __all__ = [
 
 _WHERE = {
     "_base.errors": (
-        "BackendNotFoundError", "BackendUnavailableError", "HostFileError", "HwBackendsError",
-        "HwBackendsWarning", "PluginError", "QuantizationError", "RankError", "SettingsError",
-        "UnsupportedSettingError", "VisibilityError",
+        "ArgumentError", "BackendNotFoundError", "BackendUnavailableError", "HostFileError",
+        "HwBackendsError", "HwBackendsWarning", "PluginError", "QuantizationError", "RankError",
+        "SettingsError", "UnsupportedSettingError", "VisibilityError",
     ),
     "_machine.host": ("Host", "HostDevice", "TorchBuild"),
     "_base.protocol": (

@@ -300,6 +300,9 @@ def _check_report_to(report_to: object) -> None:
             "None, 'all', 'none', a name such as 'tensorboard', or a list of names",
             "pass report_to='tensorboard' or report_to=['wandb', 'tensorboard']",
         )
+    from hwbackends._kit.hf_tables import check_reporter_names
+
+    check_reporter_names(report_to)
 
 
 def training_kwargs(

@@ -392,6 +392,7 @@ def launch_plan(
     :raises BackendUnavailableError: when the named backend cannot run here and the plan
         cannot be made without it.
     """
+    _check_sizes(nproc_per_node, nnodes, node_rank)
     warnings: list[str] = []
     t = _plan_target(backend, env, host, nproc_per_node, scheduler, nnodes, warnings)
     elsewhere = bool(warnings)  # a named backend with no hardware here: trust nproc_per_node
@@ -399,6 +400,7 @@ def launch_plan(
         nproc_per_node = len(t.devices) if t.name != "cpu" else 1
     if t.name == "cpu" and backend is None and (scheduler or nnodes > 1):
         warnings.append(_login_node_warning(t, scheduler, nnodes))
+    warnings += _oversubscribed(t, nproc_per_node)
     slurm_only = _check_launch(nproc_per_node, nnodes, node_rank, rdzv_endpoint, scheduler)
     endpoint = parse_endpoint(rdzv_endpoint) if rdzv_endpoint is not None else None
     problems = [] if elsewhere else _devices_per_node(t, nproc_per_node)
@@ -597,6 +599,29 @@ def _launch_commands(
     torchrun = " ".join(filter(None, [prefix, *tr, cmd]))
     accelerate = " ".join(filter(None, [prefix, *acc, cmd]))
     return torchrun, accelerate
+
+
+def _check_sizes(nproc_per_node: object, nnodes: object, node_rank: object) -> None:
+    """The sizes are ints in range before anything is planned (a plan lists every rank)."""
+    from hwbackends._base.args import MAX_NODES, MAX_PROCESSES_PER_NODE, check_count
+
+    if nproc_per_node is not None:
+        check_count(nproc_per_node, "nproc_per_node", "launch_plan", 1, MAX_PROCESSES_PER_NODE)
+    check_count(nnodes, "nnodes", "launch_plan", 1, MAX_NODES)
+    check_count(node_rank, "node_rank", "launch_plan", 0, MAX_NODES - 1)
+
+
+def _oversubscribed(t: Target, nproc_per_node: int) -> list[str]:
+    """A warning when the node's processes outnumber its CPU cores (each rank runs at least
+    one busy thread: the ranks then take turns, and collectives time out)."""
+    cores = t.host.cpu.count if t.host is not None else 0
+    if not cores or nproc_per_node <= cores:
+        return []
+    return [
+        f"{nproc_per_node} processes on this node's {cores} CPU core(s) oversubscribe them: "
+        "the ranks take turns on the cores and may time out in collectives. Fix: use at "
+        f"most {cores} processes per node (--nproc-per-node {cores}), or more nodes"
+    ]
 
 
 def _plan_target(

@@ -427,7 +427,10 @@ def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[
         "import json\n"
         "print(json.dumps({'changed': changed, 'heavy': heavy}))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    from hwbackends._selection.confirm import python_argv
+
+    # isolated: a module in the working directory must not stand in for the plugin's
+    proc = subprocess.run(python_argv(code), capture_output=True, text=True)
     if proc.returncode != 0:
         return [f"importing {module} failed: {proc.stderr.strip().splitlines()[-1:]}"]
     got = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -85,7 +85,7 @@ def _fake(monkeypatch: pytest.MonkeyPatch, result: dict[str, object]) -> list[di
     seen: list[dict[str, str]] = []
 
     def run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
-        assert argv[0] == sys.executable and argv[1] == "-c" and argv[3] == "cuda"
+        assert argv[:3] == [sys.executable, "-I", "-c"] and argv[-1] == "cuda"
         seen.append(env)
         return 0, "some warning on stdout\n" + json.dumps(result) + "\n", ""
 

@@ -6,6 +6,7 @@ Every message says three things: what was wrong, what was expected, and how to f
 from __future__ import annotations
 
 __all__ = [
+    "ArgumentError",
     "BackendNotFoundError",
     "BackendUnavailableError",
     "HostFileError",
@@ -37,6 +38,11 @@ class HwBackendsError(Exception):
         if fix:
             parts.append(f"Fix: {fix.rstrip('.')}.")
         super().__init__(" ".join(parts))
+
+
+class ArgumentError(HwBackendsError, TypeError):
+    """A public function was given an argument of the wrong type or out of range (also a
+    ``TypeError``, as Python's own)."""
 
 
 class HostFileError(HwBackendsError):

@@ -230,7 +230,97 @@ def _build(cls: _C, is_frozen: bool) -> _C:
     type.__setattr__(cls, "__record_frozen__", is_frozen)
     type.__setattr__(cls, "__match_args__", names)
     type.__setattr__(cls, "__dataclass_fields__", _DataclassFields())
+    type.__setattr__(cls, "__signature__", _Signature())
+    type.__setattr__(cls, "__doc__", _Doc(cls.__dict__.get("__doc__")))
     return cls
+
+
+class _Factory:
+    """How a signature shows a field made by a factory, as ``dataclasses`` does."""
+
+    def __repr__(self) -> str:
+        return "<factory>"
+
+
+class _Signature:
+    """``__signature__``: the fields as ``__init__``'s parameters, for ``inspect.signature``,
+    ``help()`` and Jupyter (the shared ``__init__`` takes ``*args, **kwargs``). Built with
+    ``inspect`` on first use, then cached on the class."""
+
+    def __get__(self, obj: object, cls: type) -> Any:
+        import inspect
+
+        params = []
+        for f in cls.__dict__["__record_fields__"]:
+            if f.default is not _MISSING:
+                default = f.default
+            else:
+                default = inspect.Parameter.empty if f.factory is _MISSING else _Factory()
+            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+            params.append(inspect.Parameter(f.name, kind, default=default, annotation=f.annotation))
+        sig = inspect.Signature(params, return_annotation=None)
+        type.__setattr__(cls, "__signature__", sig)
+        return sig
+
+
+class _Doc:
+    """``__doc__``: the class's own docstring, then each field with its type and the string
+    written under it in the source (``help()`` shows it); read from the source on first use."""
+
+    def __init__(self, doc: str | None) -> None:
+        self.doc = doc
+        self.full: str | None = None
+
+    def __get__(self, obj: object, cls: type) -> str | None:
+        if self.full is None:
+            self.full = _with_fields(self.doc, cls)
+        return self.full
+
+
+#: Where ``_Doc`` starts the fields it adds to a record's docstring.
+FIELDS_HEADING = "\n\nFields:\n"
+
+
+def _with_fields(doc: str | None, cls: type) -> str:
+    import inspect
+
+    notes: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if "__record_fields__" in klass.__dict__:
+            notes.update(_field_notes(klass))
+    lines = []
+    for f in cls.__dict__["__record_fields__"]:
+        ann = f.annotation if isinstance(f.annotation, str) else getattr(
+            f.annotation, "__name__", repr(f.annotation)
+        )  # fmt: skip
+        note = " ".join(notes.get(f.name, "").split())
+        lines.append(f"    {f.name}: {ann}" + (f"\n        {note}" if note else ""))
+    own = inspect.cleandoc(doc) if doc else ""
+    return own + FIELDS_HEADING + "\n".join(lines) if lines else own
+
+
+def _field_notes(cls: type) -> dict[str, str]:
+    """Field name -> the string literal right under its annotation in ``cls``'s source."""
+    import ast
+    import inspect
+    from itertools import pairwise
+
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(cls)))
+    except (OSError, TypeError, SyntaxError):  # no source (a frozen app, the REPL)
+        return {}
+    body = next((n.body for n in tree.body if isinstance(n, ast.ClassDef)), [])
+    out = {}
+    for node, nxt in pairwise(body):
+        if (
+            isinstance(node, ast.AnnAssign)
+            and isinstance(node.target, ast.Name)
+            and isinstance(nxt, ast.Expr)
+            and isinstance(nxt.value, ast.Constant)
+            and isinstance(nxt.value.value, str)
+        ):
+            out[node.target.id] = nxt.value.value
+    return out
 
 
 class _DataclassFields:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 __all__ = [
     "TORCH_INDEXES",
     "describes_drivers",
+    "is_version",
     "release",
     "torch_build_problem",
     "torch_install_hint",
@@ -93,6 +94,24 @@ def version_in_range(version: str | None, low: str, high: str | None = None) -> 
     except InvalidVersion:
         return None
     return lo <= v and (hi is None or v < hi)
+
+
+#: A PEP 440 version, local part included: ``packaging.version.VERSION_PATTERN``
+#: (https://packaging.python.org/en/latest/specifications/version-specifiers/#appendix-parsing-version-strings-with-regular-expressions).
+_PEP440 = r"""
+    v?(?:(?:[0-9]+)!)?[0-9]+(?:\.[0-9]+)*
+    (?:[-_\.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_\.]?[0-9]*)?
+    (?:-[0-9]+|[-_\.]?(?:post|rev|r)[-_\.]?[0-9]*)?
+    (?:[-_\.]?dev[-_\.]?[0-9]*)?
+    (?:\+[a-z0-9]+(?:[-_\.][a-z0-9]+)*)?
+"""
+
+
+def is_version(text: str) -> bool:
+    """Whether ``text`` is a PEP 440 version (``2.8.0+cu128``, ``2.9.0.dev20250101``)."""
+    import re
+
+    return re.fullmatch(_PEP440, text.strip(), re.VERBOSE | re.IGNORECASE) is not None
 
 
 # -- torch wheels --------------------------------------------------------------------------

@@ -261,11 +261,20 @@ def install_command(distribution: str, checkout: str | None) -> tuple[str, str]:
     that holds ``plugins/<distribution>``) that is the local path; otherwise the package name,
     for a published release.
     """
+    import shlex
+
+    spec, which = install_spec(distribution, checkout)
+    return f"pip install {shlex.quote(spec)}", which
+
+
+def install_spec(distribution: str, checkout: str | None) -> tuple[str, str]:
+    """``(spec, which)``: what pip installs a plugin from (the local path in a checkout, else
+    the package name), unquoted, and where it comes from (see ``install_command``)."""
     if checkout is not None:
         local = os.path.join(checkout, "plugins", distribution)
         if os.path.isfile(os.path.join(local, "pyproject.toml")):
-            return f"pip install {local}", "from this checkout"
-    return f"pip install {distribution}", "published package"
+            return local, "from this checkout"
+    return distribution, "published package"
 
 
 def core_checkout(path: list[str] | None = None) -> str | None:

@@ -521,3 +521,36 @@ USE_KERNELS_ADVICE = Limitation(
 )
 """A ``Limitation`` for a plugin's devices with hub kernels: ``use_kernels=True`` helps prefill
 and large batches; measure small-batch decoding first (no vendor claims a speed-up for all)."""
+
+
+def reporter_names() -> tuple[str, ...] | None:
+    """The ``report_to`` names the installed Transformers knows (the keys of
+    ``INTEGRATION_TO_CALLBACK`` in ``transformers/integrations/integration_utils.py``, read as
+    text), with ``"all"`` and ``"none"``; None without Transformers or that table."""
+    import re
+
+    base = _local_transformers_dir()
+    text = _read(os.path.join(base, "integrations", "integration_utils.py")) if base else None
+    table = re.search(r"^INTEGRATION_TO_CALLBACK = \{(.*?)^\}", text or "", re.S | re.M)
+    names = re.findall(r'^\s*"([a-z0-9_]+)"\s*:', table.group(1), re.M) if table else []
+    return ("all", "none", *names) if names else None
+
+
+def check_reporter_names(report_to: object) -> None:
+    """Refuse a ``report_to`` name the installed Transformers does not know (``"wandbb"``),
+    with close matches: TrainingArguments would refuse it only later, at ``Trainer``."""
+    import difflib
+
+    from hwbackends._base.errors import UnsupportedSettingError
+
+    wanted = [report_to] if isinstance(report_to, str) else list(report_to or ())  # type: ignore[call-overload]
+    known = reporter_names()
+    bad = [r for r in wanted if known is not None and r not in known]
+    if bad:
+        near = difflib.get_close_matches(bad[0], known or (), n=1)
+        raise UnsupportedSettingError(
+            f"report_to={bad[0]!r} is not a reporter the installed Transformers knows"
+            + (f" (did you mean {near[0]!r}?)" if near else ""),
+            f"one of {', '.join(known or ())}",
+            f"pass report_to={near[0]!r}" if near else "pick one of those names",
+        )

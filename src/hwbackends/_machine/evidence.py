@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from hwbackends._base.files import _listdir, _read_text, match_node
+from hwbackends._base.files import _islink, _listdir, _read_text, _readlink, match_node
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def bound_driver(folder: str, event: Mapping[str, str] | None = None) -> str | N
     ``DRIVER=`` line of its ``uevent`` (both written by the kernel's driver core). None when no
     driver is bound."""
     try:
-        target = os.readlink(os.path.join(folder, "driver"))
+        target = _readlink(os.path.join(folder, "driver"))
     except (OSError, ValueError):
         target = ""
     name = target.rstrip("/").rpartition("/")[2]
@@ -100,7 +100,7 @@ def _pci_tree(root: str) -> Iterator[tuple[str, str]]:
         children = []
         for name in _listdir(folder):
             bus = normalise_bus_id(name) if len(name) in (12, 16) else None
-            if bus is not None and not os.path.islink(os.path.join(folder, name)):
+            if bus is not None and not _islink(os.path.join(folder, name)):
                 seen += 1
                 yield bus, os.path.join(folder, name)
                 if depth < _MAX_DEPTH:
@@ -121,7 +121,7 @@ def _class_entries(root: str) -> Iterator[tuple[str, str, str]]:
             bus = normalise_bus_id(uevent(folder).get("PCI_SLOT_NAME", ""))
             if bus is None:  # the device link's own name: ../../../0000:09:00.0
                 try:
-                    bus = normalise_bus_id(os.readlink(folder).rstrip("/").rpartition("/")[2])
+                    bus = normalise_bus_id(_readlink(folder).rstrip("/").rpartition("/")[2])
                 except (OSError, ValueError):
                     bus = None
             if bus is not None:  # a platform GPU (no PCI) is no function of ours

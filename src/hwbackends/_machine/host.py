@@ -317,6 +317,17 @@ def _opt_uint(data: Mapping[str, Any], key: str, where: str) -> int | None:
     return v
 
 
+def _check_torch_version(version: str, source: str) -> None:
+    from hwbackends._base.versions import is_version
+
+    if not is_version(version):  # else every version range treats it as no torch at all
+        raise HostFileError(
+            f"torch.version {version!r} in {source} is not a version",
+            "a PEP 440 version such as 2.8.0+cu128 (torch.__version__)",
+            "copy torch/version.py's __version__ into torch.version, or set torch to null",
+        )
+
+
 def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
     where = f"devices[{i}] in {source}"
     if not isinstance(d, Mapping):
@@ -352,7 +363,7 @@ def _device_from_dict(d: Any, i: int, source: str) -> HostDevice:
             "/sys/bus/pci/devices, or use null",
         )
     return HostDevice(
-        vendor=vendor,
+        vendor=vendor.lower(),  # backends declare lower-case keys; "NVIDIA" means nvidia
         pci_bus_id=bus.lower() if isinstance(bus, str) else None,
         uuid=d.get("uuid"),
         name=d.get("name"),
@@ -410,6 +421,7 @@ def _torch_from(data: Mapping[str, Any], source: str) -> TorchBuild | None:
             'for example {"version": "2.8.0+cu128", "cuda": "12.8", "hip": null}',
             "copy torch/version.py's __version__ into torch.version, or use null",
         )
+    _check_torch_version(tdata["version"], source)
     return TorchBuild(
         version=tdata["version"],
         cuda=_opt_str(tdata, "cuda", f"torch.cuda in {source}"),

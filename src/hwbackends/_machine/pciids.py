@@ -36,8 +36,12 @@ def _clean(name: str) -> str:
 
 def _lines(root: str) -> Iterator[str]:
     """The database's lines, streamed; nothing when no regular file is installed."""
+    from hwbackends._base.files import in_root
+
     for rel in PCI_IDS_PATHS:
-        path = os.path.join(root, rel)
+        path = in_root(os.path.join(root, rel))  # an image's pci.ids is often an absolute link
+        if path is None:
+            continue
         try:
             fd = os.open(
                 path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)

@@ -12,7 +12,7 @@ import os
 import sys
 from _collections_abc import Mapping  # collections.abc's classes, without importing collections
 
-from hwbackends._base.files import _listdir, _read_text, match_node
+from hwbackends._base.files import _listdir, _read_text, confine, match_node, release
 from hwbackends._base.guard import PluginFault, call, describe, plain
 from hwbackends._discovery.catalog import (
     KNOWN_FUNCTION_VENDORS,
@@ -49,8 +49,20 @@ def read_system(
 ) -> dict[str, Any]:
     """The fields of ``Host.from_system(...)``: this machine, or the copy of one under ``root``.
 
-    ``backends`` default to the installed ones (less those disabled by the settings).
+    ``backends`` default to the installed ones (less those disabled by the settings). Under
+    another ``root`` its symbolic links resolve inside it (``files.confine``): an absolute
+    link in a copied tree names a file of that tree, not of this machine.
     """
+    key = confine(root)
+    try:
+        return _read_system(root, path, system, backends)
+    finally:
+        release(key)
+
+
+def _read_system(
+    root: str, path: Sequence[str] | None, system: str | None, backends: Sequence[Any] | None
+) -> dict[str, Any]:
     if hasattr(os, "uname"):  # what platform.system()/machine() return, without importing it
         uts = os.uname()
         sysname, machine = system or uts.sysname, uts.machine

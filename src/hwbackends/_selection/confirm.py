@@ -1,10 +1,16 @@
 """The explicit "confirm" step: ask the real runtime, in a child process, what it sees.
 
 Probes never start a device runtime (DESIGN.md rule 2). ``confirm`` is the opt-in exception:
-it runs ``sys.executable -c <script>`` with the environment under test; the child imports
+it runs ``sys.executable -I -c <script>`` with the environment under test; the child imports
 torch, counts ``torch.<device_type>`` devices and reads each one's PCI address where torch
 exposes it, then prints one JSON line. The parent compares that with the prediction,
 ``backend.devices(host, env)``. The parent itself never imports torch, so it stays fork-safe.
+
+Isolated: ``-I`` keeps the working directory, the user's site folder and ``PYTHON*`` variables
+out of the child, which runs in ``/``; the ``PYTHONPATH`` entries and user site folder this
+process uses are put back, less relative entries and the working directory. A ``torch.py``
+(or a ``*.dist-info``) another user left in a shared ``/tmp`` is never imported
+(https://docs.python.org/3/using/cmdline.html#cmdoption-I).
 
 PCI addresses: CUDA and ROCm builds of torch give ``pci_domain_id``, ``pci_bus_id`` and
 ``pci_device_id`` on ``torch.cuda.get_device_properties(i)`` (used that way by
@@ -157,12 +163,42 @@ def child_env(backend_name: str, env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def child_path() -> tuple[list[str], list[str]]:
+    """What ``-I`` leaves out of a child's import path that this process has on purpose: the
+    ``PYTHONPATH`` entries and the user's site folder. Relative entries and the working
+    directory are dropped: they name whatever folder the command was started in."""
+    try:
+        here: str | None = os.path.realpath(os.getcwd())
+    except OSError:  # a removed working directory: nothing to compare with
+        here = None
+
+    def kept(p: str) -> bool:
+        return os.path.isabs(p) and os.path.realpath(p) != here
+
+    front = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and kept(p)]
+    site = sys.modules.get("site")
+    user = getattr(site, "USER_SITE", None) if getattr(site, "ENABLE_USER_SITE", False) else None
+    back = [user] if isinstance(user, str) and kept(user) and user in sys.path else []
+    return front, back
+
+
+def python_argv(script: str, *args: str) -> list[str]:
+    """``sys.executable -I -c script *args``, the isolated child every check starts (no
+    working directory, user site or ``PYTHON*`` variables: a ``torch.py`` left in a shared
+    folder is never imported), with ``child_path``'s entries put back; ``script`` sees
+    ``args`` as ``sys.argv[1:]``."""
+    front, back = child_path()
+    # literals, not an import of json: the child's own imports are what some checks watch
+    prelude = f"import sys as _s; _s.path[:0] = {front!r}; _s.path += {back!r}; del _s\n"
+    return [sys.executable, "-I", "-c", prelude + script, *args]
+
+
 def _run(argv: list[str], env: dict[str, str], timeout: float) -> tuple[int, str, str]:
     """Run the child; separate so that tests can substitute a faked result."""
     import subprocess
 
     proc = subprocess.run(
-        argv, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        argv, env=env, capture_output=True, text=True, timeout=timeout, check=False, cwd="/"
     )
     return proc.returncode, proc.stdout, proc.stderr
 
@@ -204,7 +240,7 @@ def confirm(
 
     retry = "run it again; if it fails again, check that torch imports and its driver loads"
 
-    argv = [sys.executable, "-c", _SCRIPT, backend.device_type]
+    argv = python_argv(_SCRIPT, backend.device_type)
     try:
         rc, out, err = _run(argv, child_env(backend.name, env), timeout)
     except OSError as exc:

@@ -14,6 +14,7 @@ import os
 import time
 from functools import partial
 
+from hwbackends._base.args import check_env, check_name
 from hwbackends._base.errors import (
     BackendNotFoundError,
     BackendUnavailableError,
@@ -463,6 +464,7 @@ def resolve_inputs(
     env: Mapping[str, str] | None, host: Host | None
 ) -> tuple[Mapping[str, str], Host, Settings]:
     """The environment, host and settings a call works with (see ``current``)."""
+    check_env(env)
     if host is not None and not isinstance(host, Host):
         from hwbackends._base.errors import HostFileError
 
@@ -583,6 +585,7 @@ def get(name: str) -> Backend:
     :raises BackendNotFoundError: when no installed backend has that name.
     :raises PluginError: when that backend is broken, or several plugins claim the name.
     """
+    check_name(name, "name", "hwbackends.get", "cuda")
     return _default_registry().get(name)
 
 

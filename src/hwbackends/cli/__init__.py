@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from hwbackends._base.errors import HwBackendsError
 from hwbackends.cli._devices import cmd_devices
@@ -67,7 +67,42 @@ def build_parser() -> argparse.ArgumentParser:
                 near = difflib.get_close_matches(typed, [c.strip() for c in choices], n=1)
                 if near:
                     message += f"; did you mean {near[0]!r}?"
+            message += self._option_hint(message)
             super().error(message)
+
+        def _option_hint(self, message: str) -> str:
+            """``; did you mean '--json'?`` for a misspelt option (``--jsn``): argparse only
+            says it is unrecognized."""
+            typed = message.partition("unrecognized arguments: ")[2].split()
+            if not typed or not typed[0].startswith("--"):
+                return ""
+            import difflib
+
+            known = set(self._option_string_actions)
+            for action in self._actions:  # the commands' own options
+                for sub in (getattr(action, "choices", None) or {}).values():
+                    if isinstance(sub, argparse.ArgumentParser):
+                        known.update(sub._option_string_actions)
+            word = typed[0].partition("=")[0]
+            near = difflib.get_close_matches(word, sorted(known), n=1, cutoff=0.6)
+            return f"; did you mean {near[0]!r}?" if near else ""
+
+    class Once(argparse.Action):
+        """An option given once: a second ``--host`` would silently win over the first."""
+
+        def __call__(
+            self,
+            parser: argparse.ArgumentParser,
+            namespace: argparse.Namespace,
+            values: Any,
+            option_string: str | None = None,
+        ) -> None:
+            before = getattr(namespace, self.dest, None)
+            if before is not None and before != values:
+                parser.error(
+                    f"{option_string} was given twice ({before!r}, then {values!r}); give it once"
+                )
+            setattr(namespace, self.dest, values)
 
     def common_options(*, confirm: bool = True, host: bool = True) -> Parser:
         """The shared options; one a command refuses is parsed (so the refusal can explain
@@ -78,11 +113,15 @@ def build_parser() -> argparse.ArgumentParser:
 
         common = Parser(add_help=False)
         common.add_argument(
-            "--host", metavar="FILE", help=shown("simulate the host described by FILE", host)
+            "--host",
+            metavar="FILE",
+            action=Once,
+            help=shown("simulate the host described by FILE", host),
         )
         common.add_argument(
             "--root",
             metavar="DIR",
+            action=Once,
             help=shown(
                 "read the machine's sys/, proc/ and dev/ under DIR instead of / (a container "
                 "image, or a copied tree)",
@@ -95,7 +134,12 @@ def build_parser() -> argparse.ArgumentParser:
             action="append",
             help="simulate an environment variable (repeatable)",
         )
-        common.add_argument("--backend", metavar="NAME", help="force a backend by name")
+        common.add_argument(
+            "--backend",
+            metavar="NAME",
+            action=Once,
+            help="force a backend by name (or a comma-separated list, first usable wins)",
+        )
         common.add_argument("--json", action="store_true", help="print JSON (schema_version 1)")
         common.add_argument(
             "--confirm",
@@ -122,6 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
         "-v",
         action="store_true",
         help="everything: each backend's row, device UUIDs, full reasons with their sources",
+    )
+    sp.add_argument(
+        "--issue",
+        action="store_true",
+        help="a Markdown block to paste into a bug report: OS release, glibc, numpy, the torch "
+        "build's CUDA/cuDNN/NCCL or HIP, the Accelerate config, the versions and the choice",
     )
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")

@@ -45,6 +45,11 @@ def cmd_env(args: argparse.Namespace) -> int:
 
         report = replace(report, warnings=(*report.warnings, *extra))
     conf = _confirmation(args, report, env)
+    if getattr(args, "issue", False):
+        from hwbackends.cli._issue import render_issue
+
+        emit(render_issue(report, env))
+        return 0
     if args.json:
         from hwbackends._selection.registry import get_from_report
 
@@ -64,6 +69,9 @@ def cmd_env(args: argparse.Namespace) -> int:
         d["settings"] = settings
         d["install"] = install_line(report)
         d["versions"] = versions_of(report.host)
+        from hwbackends.cli._issue import system_facts
+
+        d["system"] = system_facts(report.host, env)
         d["confirmation"] = conf.to_dict() if conf is not None else None
         d["evidence_sources"] = evidence_read(report)
         emit(_json(d))

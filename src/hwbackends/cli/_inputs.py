@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import argparse
 
     from hwbackends._machine.host import Host
-    from hwbackends._selection.report import SelectionReport
+    from hwbackends._selection.report import BackendStatus, SelectionReport
 
 
 def parse_env_overrides(items: Sequence[str]) -> dict[str, str]:
@@ -35,9 +35,10 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     from hwbackends._machine.host import Host
 
     overrides = parse_env_overrides(args.env or [])
-    # --host '' is a mistake to report, not a request for the real machine
-    host_file = args.host if args.host is not None else os.environ.get("HWBACKENDS_HOST") or None
-    from_env = os.environ.get("HWBACKENDS_HOST") or None
+    # --host '' is a mistake to report, not a request for the real machine; the variable
+    # counts from --env too (it was ignored there)
+    from_env = overrides.get("HWBACKENDS_HOST", os.environ.get("HWBACKENDS_HOST")) or None
+    host_file = args.host if args.host is not None else from_env
     if args.host is not None and from_env is not None and from_env != args.host:
         import sys
 
@@ -58,6 +59,12 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
             f"--root {root!r} is not a folder",
             "the root of a machine's file tree, holding sys/, proc/ and dev/",
             "pass an existing folder, or leave --root out to read this machine",
+        )
+    if root is not None and not any(os.path.isdir(os.path.join(root, d)) for d in _TREE):
+        raise UsageError(  # else an empty folder reads as a confident CPU-only machine
+            f"--root {root!r} holds none of sys/, proc/ and dev/",
+            "the root of a machine's file tree, holding sys/, proc/ and dev/",
+            "pass the folder above them (a container image's root, or a copied tree)",
         )
     if host_file is not None:
         host = Host.from_file(host_file)
@@ -87,6 +94,10 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     return base, host
 
 
+#: The folders of a machine's tree the reader looks in; a --root without any is no tree.
+_TREE = ("sys", "proc", "dev")
+
+
 def _check_backend_option(name: str) -> None:
     """--backend names the option the user typed, not the variable it is carried in."""
     import difflib
@@ -100,12 +111,17 @@ def _check_backend_option(name: str) -> None:
             f"one of {', '.join(names)}",
             "name a backend, or leave --backend out to use the selected one",
         )
-    if name.strip().lower() in names:
+    # a list, as HWBACKENDS_BACKEND takes one: the first usable wins
+    wanted = [w.strip().lower() for w in name.split(",")]
+    missing = [w for w in wanted if w not in names]
+    if not missing:
         return
-    near = difflib.get_close_matches(name.strip().lower(), names, n=3, cutoff=0.5)
+    near = difflib.get_close_matches(missing[0], names, n=3, cutoff=0.5)
     hint = f" (did you mean {', '.join(map(repr, near))}?)" if near else ""
     raise UsageError(
-        f"--backend {name!r} names no installed backend{hint}",
+        f"--backend {name!r} names no installed backend{hint}"
+        if len(wanted) == 1
+        else f"--backend {name!r}: {missing[0]!r} is no installed backend{hint}",
         f"one of {', '.join(names)}",
         "pick an installed name (`hwbackends plugins` lists them) or install that plugin",
     )
@@ -242,53 +258,89 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     rest and pip takes the index's build, the higher local version).
 
     The hardware is the chosen backend's, else that of a backend whose hardware is present
-    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU."""
+    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU. The
+    pip is this interpreter's (``python -m pip``: a bare ``pip`` may be another Python's);
+    ``argv`` is the command as words, ``command`` the same quoted for a POSIX shell, and
+    ``needed`` False when all of it is installed already."""
     import shlex
+    import sys
 
+    from hwbackends._base.files import normalize_dist_name
     from hwbackends._base.versions import TORCH_INDEXES
-    from hwbackends._discovery.catalog import core_checkout, install_command
-    from hwbackends._selection.registry import get
+    from hwbackends._discovery.catalog import install_spec
 
-    target = next(
-        (c for c in report.candidates if c.name == report.chosen and c.name != "cpu"),
-        next(
-            (
-                c
-                for c in report.candidates
-                if c.probe is not None and c.probe.hardware_present and c.name != "cpu"
-                and c.state in ("unavailable", "available")
-            ),
-            None,
-        ),
-    )  # fmt: skip
-    checkout = core_checkout()
-    if checkout is not None and os.path.realpath(checkout) == os.path.realpath(os.getcwd()):
-        checkout = "."  # run from the checkout: the short form the README gives
-    core = f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]"
-    words = ["pip", "install", shlex.quote(core)]
+    target = _install_target(report)
+    checkout, core = _core_spec()
+    argv = [sys.executable, "-m", "pip", "install", core]
     flavour: str | None = "cpu"
     name = "cpu"
     hint = ""
     if target is not None:
         name = target.name
-        words += install_command(target.origin, checkout)[0].split()[2:]
-        try:
-            b = get(target.name)
-            flavour = getattr(b, "torch_flavour", None)
-            hint = str(getattr(b, "install_hint", "") or "")
-        except Exception:  # a broken plugin: its own line in the report says so
-            flavour = None
+        argv.append(install_spec(target.origin, checkout)[0])
+        flavour, hint = _flavour_and_hint(target.name)
     index = TORCH_INDEXES.get(flavour or "")
     if index:
-        words += ["--extra-index-url", index]
+        argv += ["--extra-index-url", index]
+    packages = report.host.packages if report.host is not None else {}
+    have = [n for n in ("torch", "transformers", "accelerate", "kernels") if packages.get(n)]
     return {
         "backend": name,
-        "command": " ".join(words),
+        "command": shlex.join(argv),
+        "argv": argv,
         "torch_index": index,
+        "needed": not (_ready(report, name) and len(have) == 4),
+        "installed": {normalize_dist_name(n): packages.get(n) for n in have},
         # a vendor stack without a PyTorch wheel index (Neuron, Gaudi, Ascend...): its own
         # install step, from the plugin
         "then": None if index else (hint or None),
     }
+
+
+def _install_target(report: SelectionReport) -> BackendStatus | None:
+    """Decides whose hardware the Install line is for: the chosen backend's, else that of a
+    backend whose hardware is present but not ready, else None (the CPU)."""
+    for c in report.candidates:
+        if c.name == report.chosen and c.name != "cpu":
+            return c
+    for c in report.candidates:
+        present = c.probe is not None and c.probe.hardware_present
+        if present and c.name != "cpu" and c.state in ("unavailable", "available"):
+            return c
+    return None
+
+
+def _core_spec() -> tuple[str | None, str]:
+    """The checkout the core runs from (``.`` when it is the working directory; None when
+    installed) and the core's requirement with its ``[transformers]`` extra."""
+    from hwbackends._discovery.catalog import core_checkout
+
+    checkout = core_checkout()
+    if checkout is not None and os.path.realpath(checkout) == os.path.realpath(os.getcwd()):
+        checkout = "."  # run from the checkout: the short form the README gives
+    return checkout, (f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]")
+
+
+def _flavour_and_hint(name: str) -> tuple[str | None, str]:
+    """A backend's torch flavour (its wheel index key) and its own install hint."""
+    from hwbackends._selection.registry import get
+
+    try:
+        b = get(name)
+        return getattr(b, "torch_flavour", None), str(getattr(b, "install_hint", "") or "")
+    except Exception:  # a broken plugin: its own line in the report says so
+        return None, ""
+
+
+def _ready(report: SelectionReport, name: str) -> bool:
+    """Whether the Install line's backend is the one already serving this process (and, for
+    the CPU, no accelerator waits for another torch build)."""
+    if name != report.chosen:
+        return False
+    return name != "cpu" or not any(
+        c.state == "unavailable" and c.probe is not None and c.probe.hardware_present
+        for c in report.candidates
+    )
 
 
 def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[str, str]) -> Any:

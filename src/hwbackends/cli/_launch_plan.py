@@ -6,8 +6,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from hwbackends.cli._inputs import _inputs
-from hwbackends.cli._output import JSON_SCHEMA_VERSION, _json, emit
-from hwbackends.cli._render import _Style, _table, _View, fit
+from hwbackends.cli._output import JSON_SCHEMA_VERSION, UsageError, _json, emit
+from hwbackends.cli._render import KEEP, _Style, _table, _View, command_lines, fit
 
 if TYPE_CHECKING:
     import argparse
@@ -19,6 +19,7 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     script = list(args.script)
     if script[:1] == ["--"]:  # an explicit separator is allowed, not needed
         script = script[1:]
+    _check_options(args)
     env, host = _inputs(args)
     plan = launch_plan(
         args.nproc_per_node,
@@ -90,33 +91,30 @@ def cmd_launch_plan(args: argparse.Namespace) -> int:
     return 1 if plan.problems else 0
 
 
+def _check_options(args: argparse.Namespace) -> None:
+    """The sizes in range, named as the options they came from (the library's own error
+    names its Python arguments)."""
+    from hwbackends._base.args import MAX_NODES, MAX_PROCESSES_PER_NODE
+
+    for option, value, low, high in (
+        ("--nproc-per-node", args.nproc_per_node, 1, MAX_PROCESSES_PER_NODE),
+        ("--nnodes", args.nnodes, 1, MAX_NODES),
+    ):
+        if value is not None and not low <= value <= high:
+            raise UsageError(
+                f"{option} {value} is out of range",
+                f"a whole number from {low} to {high:,}",
+                f"pass {option} {min(max(value, low), high)} or another number in that range",
+            )
+
+
 def _command(cmd: str, view: _View) -> list[str]:
     """A shell command wrapped to the width with `` \\`` continuations (never inside a
-    word, so a quoted argument with spaces may stay long)."""
+    word, so a quoted argument with spaces may stay long; ``fit`` leaves it whole)."""
     import shlex
 
     try:
         words = shlex.split(cmd)
     except ValueError:
-        return [f"  {cmd}"]
-    if len(cmd) + 2 <= view.width or not words:
-        return [f"  {cmd}"]
-    out: list[str] = []
-    line = " "
-    for w in map(_word, words):
-        if len(line) + 1 + len(w) + 2 > view.width and line.strip():
-            out.append(line + " \\")
-            line = "     "
-        line += " " + w
-    out.append(line)
-    return out
-
-
-def _word(x: str) -> str:
-    """One shell word as it was written: ``K=V`` keeps its name bare and quotes the value."""
-    import shlex
-
-    key, sep, value = x.partition("=")
-    if sep and key.isidentifier():
-        return f"{key}={shlex.quote(value)}"
-    return shlex.quote(x)
+        return [KEEP + f"  {cmd}"]
+    return command_lines(words, view.width, "  ", "      ")

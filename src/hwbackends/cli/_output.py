@@ -64,12 +64,21 @@ def prepare_stdout() -> None:
         reconfigure(errors="hwbackends-ascii")
 
 
+#: Characters that reorder or break text on a terminal (bidi marks, embeddings, overrides and
+#: isolates, the Unicode line and paragraph separators): the report never uses them, so any
+#: in its text came from data and is shown as ``\\uNNNN``.
+_INVISIBLE = frozenset(
+    "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u2028\u2029"
+)
+
+
 def escape_controls(text: str, keep_sgr: bool = False) -> str:
-    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as ``\\xNN``:
-    a device name or plugin message with ANSI escapes must not drive the terminal. With
+    """``text`` with control characters (C0 but newline and tab, DEL, C1) shown as ``\\xNN``
+    and bidi controls and line separators as ``\\uNNNN``: a device name or plugin message
+    with ANSI escapes or a right-to-left override must not drive the terminal. With
     ``keep_sgr`` the colour sequences (``ESC [ digits ; m``) the report styles itself with
     stay (they only colour text)."""
-    if all(" " <= c < "\x7f" or c > "\x9f" or c in "\n\t" for c in text):
+    if all((" " <= c < "\x7f" or c > "\x9f" or c in "\n\t") and c not in _INVISIBLE for c in text):
         return text
     out: list[str] = []
     i, n = 0, len(text)
@@ -85,6 +94,8 @@ def escape_controls(text: str, keep_sgr: bool = False) -> str:
                 continue
         if (c < " " and c not in "\n\t") or "\x7f" <= c <= "\x9f":
             out.append(f"\\x{ord(c):02x}")
+        elif c in _INVISIBLE:
+            out.append(f"\\u{ord(c):04x}")
         else:
             out.append(c)
         i += 1
@@ -96,9 +107,9 @@ def emit(text: str) -> None:
     bytes (``> /dev/full``, a closed pipe) is the user's setup, not an internal error.
     Control characters from the machine or plugins are escaped (``escape_controls``)."""
     out = sys.stdout
-    from hwbackends.cli._render import _Style
+    from hwbackends.cli._render import KEEP, _Style
 
-    text = escape_controls(text, keep_sgr=_Style(out).on)
+    text = escape_controls(text.replace(KEEP, ""), keep_sgr=_Style(out).on)
     encoding = getattr(out, "encoding", None) or "utf-8"
     try:
         text.encode(encoding)

@@ -6,7 +6,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
 
     from hwbackends._base.protocol import Device
     from hwbackends._machine.host import Host
@@ -102,7 +102,7 @@ class _View:
         import textwrap
 
         return textwrap.wrap(
-            text,
+            shown(text),
             self.width,
             initial_indent=first,
             subsequent_indent=first if rest is None else rest,
@@ -130,15 +130,68 @@ class _View:
         return text
 
 
+def shown(text: str) -> str:
+    """A value from data (a device name, a path, a plugin's message) as one line of the
+    report: its line breaks and tabs shown as ``\\xNN`` too, so it cannot start a line that
+    looks like the report's own; ``emit`` escapes the rest."""
+    if not any(c in "\n\r\t\x0b\x0c\x1c\x1d\x1e\x85" for c in text):
+        return text
+    return "".join(f"\\x{ord(c):02x}" if c in "\n\r\t\x0b\x0c\x1c\x1d\x1e\x85" else c for c in text)
+
+
+#: Starts each line of a shell command in a rendered report: ``fit`` keeps such a line as it
+#: is (re-wrapping it would split a quoted word or drop a continuation) and ``emit`` removes
+#: the mark. A Unicode noncharacter, so no data carries it.
+KEEP = "\ufdd0"
+
+
+def shell_word(word: str) -> str:
+    """One shell word, quoted where the shell would read it otherwise (``$(...)``, spaces,
+    quotes, globs); ``K=V`` keeps its name bare and quotes the value, as a prefix
+    assignment is written."""
+    import shlex
+
+    key, sep, value = word.partition("=")
+    if sep and key.isidentifier():
+        return f"{key}={shlex.quote(value)}"
+    return shlex.quote(word)
+
+
+def command_lines(
+    argv: Sequence[str], width: int, first: str = "  ", rest: str = "      "
+) -> list[str]:
+    """``argv`` as one shell command in lines of at most ``width`` columns: every word quoted
+    (``shell_word``), breaks only between words, each broken line continued with `` \\``,
+    so the text pastes and runs as the argument vector in bash and dash alike. A word wider
+    than the line stays whole. The lines carry ``KEEP`` for ``fit``."""
+    words = [shell_word(w) for w in argv]
+    out: list[str] = []
+    line, empty = first, True
+    for w in words:
+        if not empty and len(line) + 1 + len(w) + 2 > width:
+            out.append(line + " \\")
+            line = rest + w
+        else:
+            line += ("" if empty else " ") + w
+        empty = False
+    out.append(line)
+    # a quoted word may hold a newline: its next line is part of the command too
+    return [KEEP + x.replace("\n", "\n" + KEEP) for x in out]
+
+
 def fit(text: str, width: int | None = None) -> str:
     """Every line of a text report within ``width`` columns (the terminal's, COLUMNS, else
     80): a longer line breaks at spaces and continues indented under itself. A single word
-    longer than the width (a URL, a path) is kept whole: a broken one could not be copied."""
+    longer than the width (a URL, a path) is kept whole: a broken one could not be copied.
+    The lines of a shell command (``command_lines``) are kept as they are."""
     import textwrap
 
     width = width or _View().width
     out: list[str] = []
     for line in text.split("\n"):
+        if line.startswith(KEEP):
+            out.append(line[len(KEEP) :])
+            continue
         if len(line) <= width or not line.strip():
             out.append(line)
             continue
@@ -159,6 +212,7 @@ def _table(rows: list[list[str]], indent: str = "  ", view: _View | None = None)
     """Aligned columns; the last column wraps under itself when the line is too wide."""
     if not rows:
         return []
+    rows = [[shown(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     out = []
     for r in rows:
@@ -548,8 +602,7 @@ def render_env(
         lines.append(st.yellow(f"! {n} warning{'s' if n > 1 else ''}: see Warnings at the end"))
     lines += render_host(report, st, view, names)
     if install is not None:
-        # a command is never shortened: it must paste and run
-        lines += view.wrap(install["command"], st.bold("Install") + "   ", " " * 10)
+        lines += render_install(install, st, view)
         if install.get("then"):
             lines += view.wrap(f"then: {install['then']}", " " * 10, " " * 12)
     lines.append("")
@@ -578,6 +631,19 @@ def render_env(
             st.dim("More: hwbackends env --verbose (sources, every backend), explain, --json")
         )
     return "\n".join(lines)
+
+
+def render_install(install: Mapping[str, Any], st: _Style, view: _View) -> list[str]:
+    """The Install line: the command, whole and shell-quoted, or that nothing is missing."""
+    label = st.bold("Install") + "   "
+    if not install.get("needed", True):
+        have = ", ".join(f"{k} {v}" for k, v in install.get("installed", {}).items())
+        index = f"; torch wheel index {install['torch_index']}" if install["torch_index"] else ""
+        return view.wrap(f"nothing to install ({have} and the {install['backend']} backend are "
+                         f"installed{index})", label, " " * 10)  # fmt: skip
+    # a command is never shortened: it must paste and run
+    width = view.width + len(label) - len("Install   ")  # the label's colour takes no column
+    return command_lines(install["argv"], width, label, " " * 12)
 
 
 def render_confirmation(conf: Any, st: _Style) -> list[str]:

@@ -25,6 +25,13 @@ def cmd_smoke(args: argparse.Namespace) -> int:
             ("drop --host" if args.host else "unset HWBACKENDS_HOST")
             + " (use `hwbackends env --host FILE` to inspect a simulated machine)",
         )
+    if getattr(args, "root", None) is not None:
+        raise UsageError(
+            "smoke runs real code on this machine and cannot read another tree "
+            f"(--root {args.root})",
+            "no --root",
+            "drop --root (use `hwbackends env --root DIR` to inspect that tree)",
+        )
     if args.backend is not None:
         _check_backend_option(args.backend)
     from hwbackends._integrations.smoke import run_smoke

@@ -56,6 +56,16 @@ class Target:
     def name(self) -> str:
         return self.backend_name or self.backend.name
 
+    def capabilities_of(self, device: Device | None) -> Capabilities:
+        """The backend's capabilities for ``device`` on this target's host, called under the
+        plugin guard (the integrations' one door to the backend's ``capabilities``)."""
+        from hwbackends._selection.calls import plugin_call
+
+        b, host = self.backend, self.host
+        return plugin_call(
+            self.name, "capabilities", lambda: b.capabilities(device, host=host), Capabilities
+        )
+
 
 def resolve_target(
     backend: str | Backend | None = None,
@@ -74,17 +84,25 @@ def resolve_target(
     where every rank without a device would pile up.
     """
     from hwbackends._selection.registry import (
+        Inputs,
         _default_registry,
         explain,
+        explain_inputs,
         get_from_report,
         plugin_call,
         resolve_inputs,
     )
 
+    # One reading of the inputs per call: for the defaults, the process's own (one snapshot
+    # of the environment, the machine read once), and the selection made from them.
     e, h, settings = resolve_inputs(env, host)
     name: str
+    report = None
     if backend is None:
-        report = explain(env=e, host=h)
+        if env is None and host is None:
+            report = explain()
+        else:
+            report = explain_inputs(Inputs(env=e, host=h, settings=settings))
         name = report.chosen
         b = get_from_report(report)
     elif isinstance(backend, str):
@@ -100,7 +118,10 @@ def resolve_target(
     else:
         b = backend
         name = str(getattr(backend, "name", type(backend).__name__))
-    devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
+    if report is not None:  # the selection listed them from these inputs
+        devices = report.devices
+    else:
+        devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
     dev: Device | None
     rank: LocalRank | None = None
     if isinstance(device, Device):

@@ -11,6 +11,7 @@ cache is bypassed so that the first call does the full selection every time.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -67,18 +68,31 @@ def main() -> None:
         calls["devices()"] = calls.get("devices()", 0) + 1
         return orig_dev(*a, **k)  # type: ignore[arg-type]
 
-    import hwbackends._selection.registry as reg_mod
-    import hwbackends._selection.target as target_mod
+    import importlib
 
-    for mod in (calls_mod, reg_mod, target_mod):
+    mods = []
+    for m in ("calls", "registry", "target", "choose"):  # choose: split from registry
+        with contextlib.suppress(ImportError):
+            mods.append(importlib.import_module(f"hwbackends._selection.{m}"))
+    for mod in mods:
         if hasattr(mod, "plugin_call"):
             mod.plugin_call = counting_plugin_call  # type: ignore[attr-defined]
         if hasattr(mod, "_devices"):
             mod._devices = counting_devices  # type: ignore[attr-defined]
     sys.addaudithook(_hook)
+
+    def cli_env() -> None:
+        import io
+
+        from hwbackends.cli import main as cli_main
+
+        with contextlib.redirect_stdout(io.StringIO()):
+            cli_main(["env", "--json"])
+
     for label, fn in (
         ("pretrained_kwargs", transformers.pretrained_kwargs),
         ("training_kwargs", accelerate.training_kwargs),
+        ("hwbackends env --json", cli_env),
     ):
         for which in ("first", "second"):
             for k in COUNT:

@@ -94,6 +94,46 @@ def test_reset_makes_the_next_call_read_the_environment_again(
         hwbackends.reset()
 
 
+def test_env_and_explain_then_an_integration_select_once(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hwbackends env`` makes its settings from the report it shows, and
+    ``pretrained_kwargs(env=, host=)`` after ``explain(env=, host=)`` with the same inputs from
+    that report. Before, each of the two plans probed the backend and listed its devices
+    again (2 probes, 2 devices() beside the selection's)."""
+    import hwbackends
+    from hwbackends._selection import registry
+    from hwbackends.cli import main
+    from hwbackends.transformers import pretrained_kwargs
+
+    runs: dict[str, int] = {}
+    select, call = registry.Registry.select, registry.plugin_call
+
+    def counted_select(*a: Any, **k: Any) -> Any:
+        runs["select"] = runs.get("select", 0) + 1
+        return select(*a, **k)
+
+    def counted_call(name: str, method: str, *a: Any, **k: Any) -> Any:
+        runs[method] = runs.get(method, 0) + 1
+        return call(name, method, *a, **k)
+
+    monkeypatch.setattr(registry.Registry, "select", counted_select)
+    monkeypatch.setattr(registry, "plugin_call", counted_call)
+    assert main(["env", "--json", "--host", str(H100_FILE)]) == 0
+    assert json.loads(capsys.readouterr().out)["settings"]["from_pretrained"]
+    assert runs.get("select") == 1 and "probe" not in runs and "devices" not in runs, runs
+    runs.clear()
+    host = Host.from_file(H100_FILE)
+    report = hwbackends.explain(env={}, host=host)
+    kw = pretrained_kwargs(env={}, host=host, kernels=False)
+    assert kw["device_map"] == "auto" and report.chosen == "cuda"
+    assert runs.get("select") == 1 and "probe" not in runs and "devices" not in runs, runs
+    runs.clear()
+    pretrained_kwargs(env={"CUDA_VISIBLE_DEVICES": "0"}, host=host, kernels=False)
+    assert runs.get("select") == 1, runs  # other inputs: their own selection
+    hwbackends.reset()
+
+
 class _Flipper:
     """A thread that writes ``name`` over and over, alternating between ``values``."""
 

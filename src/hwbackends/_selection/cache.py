@@ -574,6 +574,7 @@ def reset() -> None:
 
     registry._cached = None
     registry._inputs = None
+    registry._recent = None
     registry._registry = None
     loading.forget()  # also lets plugins that hung be called again
     _chosen = None

@@ -307,6 +307,7 @@ def _conflict(specs: list[EntryPointSpec]) -> str | None:
 _lock = _thread.allocate_lock()
 _cached: SelectionReport | None = None
 _inputs: Inputs | None = None
+_recent: tuple[Inputs, SelectionReport] | None = None  # the last explicit explain()
 _registry: Registry | None = None
 
 
@@ -377,7 +378,10 @@ def _make_inputs(
             if isinstance(host, (str, os.PathLike))
             else "build one with Host.from_file(path) or Host.from_dict(data)",
         )
-    live = env if env is not None else environ_snapshot() if snapshot is None else snapshot
+    if env is None or env is os.environ:
+        live = environ_snapshot() if snapshot is None else snapshot
+    else:
+        live = dict(env)  # the caller's mapping may change later: the answer is of this copy
     settings = Settings.from_env(live)
     if host is None:
         host = (
@@ -385,8 +389,12 @@ def _make_inputs(
             if settings.host_file
             else Host.from_system(backends=installed_backends(live))
         )
-    if env is None:
-        env = host.env if host.simulated and host.env is not None else live
+    if env is not None:
+        env = live
+    elif host.simulated and host.env is not None:
+        env = host.env
+    else:
+        env = live
     return Inputs(env=env, host=host, settings=settings)
 
 
@@ -446,7 +454,24 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     refuse_nested()
     if env is None and host is None:
         return process_report()
-    return select_inputs(_make_inputs(env, host, None))
+    global _recent
+    inputs = _make_inputs(env, host, None)
+    report = select_inputs(inputs)
+    _recent = (inputs, report)
+    return report
+
+
+def report_for(env: Mapping[str, str], host: Host) -> SelectionReport | None:
+    """A report already made from exactly these inputs (resolved, as ``resolve_inputs``
+    gives them), or None: the process's own for its inputs, else the last one ``explain``
+    made for an explicit ``env``/``host`` (the same ``Host`` object, an equal environment),
+    so that ``hwbackends env`` or ``explain()`` then ``pretrained_kwargs()`` select once."""
+    own, recent = _inputs, _recent
+    if own is not None and _cached is not None and own.host is host and own.env is env:
+        return _cached
+    if recent is not None and recent[0].host is host and recent[0].env == dict(env):
+        return recent[1]
+    return None
 
 
 def process_report(snapshot: Mapping[str, str] | None = None) -> SelectionReport:

@@ -82,7 +82,8 @@ def cache(procs: int, trials: int, readers: int) -> dict[str, object]:
         _site(site)
         env = {k: v for k, v in os.environ.items() if not k.startswith("HWBACKENDS_")}
         env.pop("STRESS_VISIBLE_DEVICES", None)
-        env.update(PYTHONPATH=str(site), XDG_CACHE_HOME=str(Path(tmp) / "cache"))
+        path = os.pathsep.join(p for p in (str(site), env.get("PYTHONPATH", "")) if p)
+        env.update(PYTHONPATH=path, XDG_CACHE_HOME=str(Path(tmp) / "cache"))
         running = [
             subprocess.Popen(
                 [sys.executable, "-c", CACHE_STRESS, str(trials)],

@@ -81,7 +81,12 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "cache": (
         ("_selection/cache.py",),
-        ("tests/test_planted_bugs.py", "tests/test_cache_key.py", "tests/test_fast.py"),
+        (
+            "tests/test_planted_bugs.py",
+            "tests/test_cache_key.py",
+            "tests/test_fast.py",
+            "tests/test_selection_snapshot.py",
+        ),
     ),
     "target": (
         ("_selection/target.py",),

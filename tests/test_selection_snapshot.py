@@ -318,3 +318,39 @@ def test_a_driver_version_change_alone_misses_the_cache(
     version.write_text("1.0\n", encoding="utf-8")
     os.utime(version, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # as sysfs keeps it
     assert cache._key(cache.detail(watch, root=str(root), env={})) != before
+
+
+AFTER_A_HIT = r"""
+import json, os, warnings
+import hwbackends
+from hwbackends._selection import cache
+
+warnings.simplefilter("error")
+first = hwbackends.current().name
+last = cache.LAST
+os.environ["STRESS_VISIBLE_DEVICES"] = ""  # changed after current(): needs reset() to count
+print(json.dumps({"last": last, "current": first, "explain": hwbackends.explain().chosen,
+                  "again": hwbackends.current().name}))
+"""
+
+
+def test_the_process_selection_reads_the_copy_a_cached_answer_came_from(
+    site: Site, tmp_path: Path
+) -> None:
+    """``current()`` answered from the selection cache; the environment changes; the
+    selection the integrations and ``explain()`` make later reads the copy that answer was
+    looked up with, so they agree. Before, they read a new copy, chose cpu, and the
+    disagreement was a warning that made ``current()`` change its answer."""
+    site.add_plugin("stress", STRESS_PLUGIN)
+    env = clean_env(PYTHONPATH=str(site.path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("STRESS_VISIBLE_DEVICES", None)
+    runs = []
+    for _ in range(2):
+        out = subprocess.run(
+            [sys.executable, "-c", AFTER_A_HIT], capture_output=True, text=True, env=env,
+            timeout=120,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert [r["last"] for r in runs] == ["miss", "hit"]
+    assert runs[1] == {"last": "hit", "current": "stress", "explain": "stress", "again": "stress"}

@@ -64,6 +64,9 @@ _BUILTIN = {"cpu": "hwbackends._kit.cpu:CpuBackend"}
 #: "hit", "miss", "off" or "" (not asked yet): for tests and the benchmark.
 LAST = ""
 _chosen: Backend | None = None
+#: The environment's copy a cached answer was looked up with: the process's selection, made
+#: later (an integration call, ``explain()``), reads the same one, so both answer one state.
+answered_env: dict[str, str] | None = None
 _lock = _thread.allocate_lock()  # at import: two threads must never each make their own
 
 
@@ -403,7 +406,7 @@ def cached_backend() -> Backend | None:
 
 
 def _select() -> Backend | None:
-    global LAST, _chosen
+    global LAST, _chosen, answered_env
     reg = sys.modules.get("hwbackends._selection.registry")  # not imported: no registry exists yet
     # getattr: another thread may be importing the registry right now, half-initialised
     if reg is not None and any(
@@ -422,7 +425,7 @@ def _select() -> Backend | None:
         answers = _read(dfd) if dfd is not None else {}
         hit = _lookup(answers.get(fp), env)
         if hit is not None:
-            _chosen = hit[0]
+            _chosen, answered_env = hit[0], env
             LAST = "hit"
             _said_on_hit(env, *hit)
             return _chosen
@@ -568,7 +571,7 @@ def _lookup(entry: object, env: Any = None) -> tuple[Backend, tuple[str, ...]] |
 
 def reset() -> None:
     """Forget the cached selection and discovery (tests; after installing a plugin)."""
-    global _chosen
+    global _chosen, answered_env
     from hwbackends._discovery import loading
     from hwbackends._selection import registry
 
@@ -577,4 +580,4 @@ def reset() -> None:
     registry._recent = None
     registry._registry = None
     loading.forget()  # also lets plugins that hung be called again
-    _chosen = None
+    _chosen = answered_env = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import _thread
 import os
+import sys
 import time
 from functools import partial
 
@@ -413,6 +414,9 @@ def process_inputs(snapshot: Mapping[str, str] | None = None) -> Inputs:
 def _process_inputs_locked(snapshot: Mapping[str, str] | None) -> Inputs:
     global _inputs
     if _inputs is None:
+        if snapshot is None:  # the copy current() answered from the selection cache, if it did
+            cache = sys.modules.get("hwbackends._selection.cache")
+            snapshot = getattr(cache, "answered_env", None)
         _inputs = _make_inputs(None, None, snapshot)
     return _inputs
 

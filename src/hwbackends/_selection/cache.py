@@ -360,11 +360,11 @@ def _declared_value(name: str, source: str) -> str | None:
     folder directly on ``sys.path``, and only the entry point it declares is used."""
     if not isinstance(source, str) or not source.endswith((".dist-info", ".egg-info")):
         return None
-    folder, base = os.path.split(source)
+    base = os.path.basename(source)
     if (
         os.sep in base
         or base.startswith(".")
-        or not any(os.path.join(p or ".", base) == source or (p or ".") == folder for p in sys.path)
+        or not any(os.path.join(p or ".", base) == source for p in sys.path)
     ):
         return None
     try:

@@ -75,7 +75,7 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     ),
     "cache": (
         ("_selection/cache.py",),
-        ("tests/test_cache.py",),
+        ("tests/test_cache.py", "tests/test_selection_snapshot.py"),
     ),
     "target": (
         ("_selection/target.py",),

@@ -630,3 +630,48 @@ def test_watch_lists_come_from_declarations() -> None:
 
     names, paths = watch_lists()
     assert "CUDA_DEVICE_ORDER" in names and "proc/driver/nvidia/version" in paths
+
+
+def test_a_hit_repeats_the_settings_warnings(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A variable the library does not know is warned about on a hit too (the stored answer
+    keeps no settings warnings: they are made again from this process's environment)."""
+    from hwbackends import HwBackendsWarning
+    from hwbackends._base import settings
+
+    monkeypatch.delenv("HWBACKENDS_NO_CACHE", raising=False)
+    monkeypatch.setenv("HWBACKENDS_PLUGINS", "")  # the built-in cpu only: the same anywhere
+    monkeypatch.setenv("HWBACKENDS_PLUGINZ", "x")
+    hwbackends.reset()
+    try:
+        with pytest.warns(HwBackendsWarning, match="HWBACKENDS_PLUGINZ"):
+            cache.cached_backend()
+        assert cache.LAST == "miss"
+        hwbackends.reset()
+        monkeypatch.setattr(settings, "_warned", set())  # a new process: nothing said yet
+        with pytest.warns(HwBackendsWarning, match="HWBACKENDS_PLUGINZ"):
+            found = cache.cached_backend()
+        assert cache.LAST == "hit" and found is not None and found.name == "cpu"
+    finally:
+        hwbackends.reset()
+
+
+def test_a_selection_with_a_broken_plugin_is_not_stored(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, site: Site
+) -> None:
+    """A plugin broken in its probe may be healthy in the next process: the answer of a
+    selection in which it was broken is not stored, and the next lookup misses again."""
+    site.add_plugin(
+        "flaky",
+        good_plugin("flaky") + "    def probe(self, host):\n        raise OSError('EAGAIN')\n",
+    )
+    monkeypatch.delenv("HWBACKENDS_NO_CACHE", raising=False)
+    hwbackends.reset()
+    try:
+        found = cache.cached_backend()
+        assert cache.LAST == "miss" and found is not None
+        assert hwbackends.explain().status("flaky").state == "broken"
+        hwbackends.reset()
+        cache.cached_backend()
+        assert cache.LAST == "miss"
+    finally:
+        hwbackends.reset()

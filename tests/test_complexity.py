@@ -20,8 +20,6 @@ ALLOWED = {
     ("src/hwbackends/accelerate.py", "plan_training"),
     ("src/hwbackends/transformers.py", "plan_for_target"),
     ("src/hwbackends/transformers.py", "resolve_attention"),
-    ("src/hwbackends/_selection/report.py", "_unserved_hardware"),
-    ("src/hwbackends/_selection/registry.py", "Registry.select"),
     ("src/hwbackends/_integrations/launch.py", "detect_launch"),
 }
 

@@ -416,7 +416,7 @@ def plan_for_target(
         and kwargs["device_map"] not in ("cpu", t.device.torch_device)
     ):  # the explicit device is not the primary one (an iGPU came first)
         chosen = next(d for d in t.devices if d.torch_device == kwargs["device_map"])
-        caps = t.backend.capabilities(chosen, host=t.host)
+        caps = t.capabilities_of(chosen)
         spread = [caps]
 
     if dtype == "auto":

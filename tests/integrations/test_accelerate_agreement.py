@@ -72,6 +72,7 @@ import torch.distributed as dist
 from torch.distributed import HashStore
 from accelerate import PartialState
 from transformers import TrainingArguments
+import hwbackends
 from hwbackends.accelerate import training_kwargs
 from hwbackends.distributed import LaunchError, detect_launch
 
@@ -104,6 +105,7 @@ results = []
 for case in json.load(sys.stdin):
     os.environ.clear()
     os.environ.update({**clean, **case})
+    hwbackends.reset()  # the defaults keep the process's first reading until reset()
     try:
         kw = training_kwargs()
     except Exception as exc:

@@ -15,7 +15,7 @@ def _spread_caps(t: Target) -> list[Capabilities]:
     igpus = _integrated(t)
     for d in t.devices:
         if d.arch not in seen and d.pci_bus_id not in igpus:
-            seen[d.arch] = t.backend.capabilities(d, host=t.host)
+            seen[d.arch] = t.capabilities_of(d)
     return list(seen.values())
 
 

@@ -183,6 +183,26 @@ def _read(path: str) -> str | None:
         return None
 
 
+_versions_seen: dict[str, tuple[tuple[int, int, int], str | None]] = {}
+
+
+def _installed_version(init_path: str) -> str | None:
+    """The ``__version__`` of the transformers whose ``__init__.py`` is ``init_path``; read
+    again only when the file's stat changes (a reinstall), so a later call opens no file."""
+    try:
+        st = os.stat(init_path)
+    except OSError:
+        return None
+    stamp = (st.st_mtime_ns, st.st_size, st.st_ino)
+    seen = _versions_seen.get(init_path)
+    if seen is not None and seen[0] == stamp:
+        return seen[1]
+    init = _read(init_path)
+    version = _version_of(init) if init else None
+    _versions_seen[init_path] = (stamp, version)
+    return version
+
+
 def _local_transformers_dir() -> str | None:
     """The folder of the transformers package on ``sys.path``, found without importing it."""
     import importlib.util
@@ -422,8 +442,7 @@ def transformers_tables(host: Host | None) -> TransformersTables:
     :param host: the machine whose Transformers applies; None: the copy installed here.
     """
     base = _local_transformers_dir()
-    init = _read(os.path.join(base, "__init__.py")) if base else None
-    local = _version_of(init) if init else None
+    local = _installed_version(os.path.join(base, "__init__.py")) if base else None
     wanted = local if host is None or not host.simulated else host.package("transformers")
     if wanted is None:
         return _sourced(None, "transformers is not installed on this host", installed=False)
@@ -530,10 +549,17 @@ def reporter_names() -> tuple[str, ...] | None:
     import re
 
     base = _local_transformers_dir()
+    if base in _reporters_cache:  # read once per installed Transformers and process
+        return _reporters_cache[base]
     text = _read(os.path.join(base, "integrations", "integration_utils.py")) if base else None
     table = re.search(r"^INTEGRATION_TO_CALLBACK = \{(.*?)^\}", text or "", re.S | re.M)
     names = re.findall(r'^\s*"([a-z0-9_]+)"\s*:', table.group(1), re.M) if table else []
-    return ("all", "none", *names) if names else None
+    found = ("all", "none", *names) if names else None
+    _reporters_cache[base] = found
+    return found
+
+
+_reporters_cache: dict[str | None, tuple[str, ...] | None] = {}
 
 
 def check_reporter_names(report_to: object) -> None:
@@ -544,6 +570,8 @@ def check_reporter_names(report_to: object) -> None:
     from hwbackends._base.errors import UnsupportedSettingError
 
     wanted = [report_to] if isinstance(report_to, str) else list(report_to or ())  # type: ignore[call-overload]
+    if not wanted:
+        return  # nothing named: nothing to read (a repeated call must stay cheap)
     known = reporter_names()
     bad = [r for r in wanted if known is not None and r not in known]
     if bad:

@@ -46,6 +46,7 @@ import os
 import sys
 
 from hwbackends._discovery.instances import INSTANCES
+from hwbackends._selection.snapshot import environ_snapshot
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,6 +64,9 @@ _BUILTIN = {"cpu": "hwbackends._kit.cpu:CpuBackend"}
 #: "hit", "miss", "off" or "" (not asked yet): for tests and the benchmark.
 LAST = ""
 _chosen: Backend | None = None
+#: The environment's copy a cached answer was looked up with: the process's selection, made
+#: later (an integration call, ``explain()``), reads the same one, so both answer one state.
+answered_env: dict[str, str] | None = None
 _lock = _thread.allocate_lock()  # at import: two threads must never each make their own
 
 
@@ -89,9 +93,11 @@ def _mtime(path: str) -> int:
         return -1
 
 
-def fingerprint(root: str = "/") -> tuple[object, ...]:
-    """Everything the default selection depends on, cheaply."""
-    env = os.environ
+def fingerprint(root: str = "/", env: Any = None) -> tuple[object, ...]:
+    """Everything the default selection depends on, cheaply; ``env``: the environment's
+    snapshot (None: a new one)."""
+    if env is None:
+        env = environ_snapshot()
     relevant = tuple(
         sorted((k, env[k]) for k in env if k.startswith("HWBACKENDS_") or "VISIBLE" in k)
     )
@@ -139,14 +145,39 @@ def _machine_part(root: str) -> tuple[object, ...]:
     )
 
 
-def detail(watch: tuple[tuple[str, ...], tuple[str, ...]], root: str = "/") -> tuple[object, ...]:
-    """The values of what the installed backends declared they read (see ``watch_lists``)."""
-    env = os.environ
+def detail(
+    watch: tuple[tuple[str, ...], tuple[str, ...]], root: str = "/", env: Any = None
+) -> tuple[object, ...]:
+    """The values of what the installed backends declared they read (see ``watch_lists``):
+    variables from ``env`` (the environment's snapshot; None: a new one), each path's listing,
+    mtime and, for a file (a driver's ``/sys/module/<m>/version``), its first bytes."""
+    if env is None:
+        env = environ_snapshot()
     names, paths = watch
     return (
         tuple(env.get(k) for k in names),
-        tuple((_listing(os.path.join(root, p)), _mtime(os.path.join(root, p))) for p in paths),
+        tuple(_trace(os.path.join(root, p)) for p in paths),
     )
+
+
+def _trace(path: str) -> tuple[object, ...]:
+    # a file's content counts: sysfs and procfs keep a file's mtime when the driver behind it
+    # is replaced, and its version is what selection reads
+    try:
+        fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    except OSError:
+        return (_listing(path), _mtime(path))
+    try:
+        st = os.fstat(fd)
+        if st.st_mode & _S_IFMT == _S_IFDIR:
+            return (_listing(path), st.st_mtime_ns)
+        if st.st_mode & _S_IFMT != _S_IFREG:
+            return ((), st.st_mtime_ns)
+        return ((), st.st_mtime_ns, os.read(fd, 4096))
+    except OSError:
+        return ((), -1)
+    finally:
+        os.close(fd)
 
 
 def _digest(data: bytes) -> bytes:
@@ -296,10 +327,11 @@ def _store(dfd: int, record: dict[Any, Any]) -> None:
             pass
 
 
-def enabled() -> bool:
+def enabled(env: Any = None) -> bool:
     """False when a setting asks for the full selection: the bypass, strict mode, a
     simulated host, or a value only the full path can judge (it reports the typo)."""
-    env = os.environ
+    if env is None:
+        env = environ_snapshot()
     if (env.get("HWBACKENDS_HOST") or "").strip():
         return False
     return all(
@@ -328,11 +360,11 @@ def _declared_value(name: str, source: str) -> str | None:
     folder directly on ``sys.path``, and only the entry point it declares is used."""
     if not isinstance(source, str) or not source.endswith((".dist-info", ".egg-info")):
         return None
-    folder, base = os.path.split(source)
+    base = os.path.basename(source)
     if (
         os.sep in base
         or base.startswith(".")
-        or not any(os.path.join(p or ".", base) == source or (p or ".") == folder for p in sys.path)
+        or not any(os.path.join(p or ".", base) == source for p in sys.path)
     ):
         return None
     try:
@@ -374,76 +406,95 @@ def cached_backend() -> Backend | None:
 
 
 def _select() -> Backend | None:
-    global LAST, _chosen
+    global LAST, _chosen, answered_env
     reg = sys.modules.get("hwbackends._selection.registry")  # not imported: no registry exists yet
     # getattr: another thread may be importing the registry right now, half-initialised
-    if reg is not None and (
-        getattr(reg, "_registry", None) is not None or getattr(reg, "_cached", None) is not None
+    if reg is not None and any(
+        getattr(reg, k, None) is not None for k in ("_registry", "_cached", "_inputs")
     ):
         LAST = "off"  # the process already has a registry: its answer is authoritative
         return None
-    if not enabled():
+    # One snapshot of the environment: the key is made of it, and the selection reads it.
+    env = environ_snapshot()
+    if not enabled(env):
         LAST = "off"
         return None
-    fp = _key(fingerprint())
+    fp = _key(fingerprint(env=env))
     dfd = _open_dir(create=False)
     try:
         answers = _read(dfd) if dfd is not None else {}
-        hit = _lookup(answers.get(fp))
+        hit = _lookup(answers.get(fp), env)
         if hit is not None:
-            backend, caveats = hit
+            _chosen, answered_env = hit[0], env
             LAST = "hit"
-            _chosen = backend
-            said: list[str] = []
-            if any(k[:9].upper() == "HWBACKEND" for k in os.environ):  # settings: only then
-                from hwbackends._base.settings import unknown_settings
-
-                said = unknown_settings(os.environ)
-            if caveats:
-                said.append(
-                    f"hwbackends.current() answered {backend.name!r} from the selection cache; "
-                    f"the selection that stored it said: {'; '.join(caveats)} (run "
-                    "`hwbackends env` for the full report)"
-                )
-            if said:
-                from hwbackends._base.settings import warn_once
-
-                warn_once(said)
-            return backend
+            _said_on_hit(env, *hit)
+            return _chosen
     finally:
         if dfd is not None:
             os.close(dfd)
     LAST = "miss"
+    _chosen = _select_and_store(env, fp)
+    return _chosen
+
+
+def _said_on_hit(env: dict[str, str], backend: Backend, caveats: tuple[str, ...]) -> None:
+    said: list[str] = []
+    if any(k[:9].upper() == "HWBACKEND" for k in env):  # settings: only then
+        from hwbackends._base.settings import unknown_settings
+
+        said = unknown_settings(env)
+    if caveats:
+        said.append(
+            f"hwbackends.current() answered {backend.name!r} from the selection cache; "
+            f"the selection that stored it said: {'; '.join(caveats)} (run "
+            "`hwbackends env` for the full report)"
+        )
+    if said:
+        from hwbackends._base.settings import warn_once
+
+        warn_once(said)
+
+
+def _select_and_store(env: dict[str, str], fp: bytes) -> Backend:
+    """The full selection from ``env``, its answer stored under the key of exactly its inputs:
+    the fingerprint and the watched values, both taken before it runs."""
     from hwbackends._selection import registry as _registry
 
-    chosen = _registry.current()
-    report = _registry._cached
+    watch = _registry.watch_lists(env)  # loads the plugins, as the selection would
+    key = _key(detail(watch, env=env))
+    report = _registry.process_report(env)
+    chosen = _registry.get_from_report(report)
+    inputs = _registry._inputs
     found = _registry.entry_point_source(chosen.name, chosen)
     # Only a settled answer is stored: a candidate that was broken (an import past the time
     # limit on a cold file system, a probe that raised EAGAIN once) may be healthy in the next
-    # process, which must select again rather than inherit this one's fallback.
-    if report is None or report.chosen != chosen.name or not settled(report):
-        found = None
-    if found is not None:
-        value, source = found
-        INSTANCES.setdefault(value, chosen)
-        watch = _registry.watch_lists()
-        dfd = _open_dir(create=True)
-        if dfd is not None:
-            try:
-                answers = _read(dfd)  # again: another process may have added its answer
-                old = answers.pop(fp, None)
-                by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
-                key = _key(detail(watch))
-                by_detail.pop(key, None)
-                by_detail[key] = (chosen.name, source, _caveats(report))
-                # Several answers per interpreter (programs whose paths or variables differ),
-                # the most recent last; the oldest go first.
-                answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
-                _store(dfd, dict(list(answers.items())[-_KEEP:]))
-            finally:
-                os.close(dfd)
-    _chosen = chosen
+    # process, which must select again rather than inherit this one's fallback. Only one made
+    # from this snapshot: another thread's first call may have taken the process's inputs.
+    if (
+        found is None
+        or report is not _registry._cached
+        or inputs is None
+        or inputs.env is not env
+        or not settled(report)
+    ):
+        return chosen
+    value, source = found
+    INSTANCES.setdefault(value, chosen)
+    dfd = _open_dir(create=True)
+    if dfd is None:
+        return chosen
+    try:
+        answers = _read(dfd)  # again: another process may have added its answer
+        old = answers.pop(fp, None)
+        by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
+        by_detail.pop(key, None)
+        by_detail[key] = (chosen.name, source, _caveats(report, env))
+        # Several answers per interpreter (programs whose paths or variables differ), the most
+        # recent last; the oldest go first.
+        answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
+        _store(dfd, dict(list(answers.items())[-_KEEP:]))
+    finally:
+        os.close(dfd)
     return chosen
 
 
@@ -452,11 +503,11 @@ def settled(report: Any) -> bool:
     return not report.broken and not getattr(report.host, "reader_errors", None)
 
 
-def _caveats(report: Any) -> tuple[str, ...]:
+def _caveats(report: Any, env: dict[str, str]) -> tuple[str, ...]:
     # what the report warned about, less the settings warnings (recomputed on every hit)
     from hwbackends._base.settings import unknown_settings
 
-    mine = set(unknown_settings(os.environ))
+    mine = set(unknown_settings(env))
     return tuple(w[:300] for w in report.warnings if w not in mine)[:8]
 
 
@@ -476,7 +527,7 @@ def drop_answer() -> None:
         os.close(dfd)
 
 
-def _lookup(entry: object) -> tuple[Backend, tuple[str, ...]] | None:
+def _lookup(entry: object, env: Any = None) -> tuple[Backend, tuple[str, ...]] | None:
     """The backend a cached entry names, resolved through installed metadata, and the
     caveats its selection reported; or None."""
     if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict)):
@@ -488,7 +539,7 @@ def _lookup(entry: object) -> tuple[Backend, tuple[str, ...]] | None:
         and all(isinstance(w, tuple) and all(isinstance(x, str) for x in w) for w in watch)
     ):
         return None
-    found = entry[1].get(_key(detail(watch)))
+    found = entry[1].get(_key(detail(watch, env=env)))
     if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], str)):
         return None
     name, source, caveats = found
@@ -520,11 +571,13 @@ def _lookup(entry: object) -> tuple[Backend, tuple[str, ...]] | None:
 
 def reset() -> None:
     """Forget the cached selection and discovery (tests; after installing a plugin)."""
-    global _chosen
+    global _chosen, answered_env
     from hwbackends._discovery import loading
     from hwbackends._selection import registry
 
     registry._cached = None
+    registry._inputs = None
+    registry._recent = None
     registry._registry = None
     loading.forget()  # also lets plugins that hung be called again
-    _chosen = None
+    _chosen = answered_env = None

@@ -225,7 +225,10 @@ def confirm(
     what happened and a ``fix``; a real disagreement has ``checked=True``.
     """
     t0 = time.perf_counter()
-    predicted = backend.devices(host, env)
+    from hwbackends._selection.calls import plugin_call
+
+    name = str(getattr(backend, "name", type(backend).__name__))
+    predicted = plugin_call(name, "devices", lambda: backend.devices(host, env), list)
     pred_bus = tuple(_norm_bus(d.pci_bus_id) for d in predicted)
 
     def done(ok: bool, msg: str, count: int | None = None,

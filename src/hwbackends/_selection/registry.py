@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import _thread
 import os
+import sys
 import time
 from functools import partial
 
 from hwbackends._base.args import check_env, check_name
 from hwbackends._base.errors import (
     BackendNotFoundError,
-    BackendUnavailableError,
     PluginError,
 )
 from hwbackends._base.guard import (
@@ -26,9 +26,9 @@ from hwbackends._base.guard import (
     take_reports,
     working,
 )
-from hwbackends._base.protocol import Device, Probe
+from hwbackends._base.protocol import Probe
+from hwbackends._base.record import frozen
 from hwbackends._base.settings import (
-    SETTINGS_VARS,
     Settings,
     allowed,
     close_matches,
@@ -52,8 +52,14 @@ from hwbackends._discovery.loading import (
     installed_backends as _installed_backends,
 )
 from hwbackends._machine.host import Host
-from hwbackends._selection.calls import _devices
 from hwbackends._selection.calls import plugin_call as plugin_call  # imported from here too
+from hwbackends._selection.choose import (
+    _builtin,
+    _first_usable,
+    _Round,
+    _rule,
+    _what_was_read,
+)
 from hwbackends._selection.order import (
     Candidate,
     declared_variables,
@@ -63,17 +69,14 @@ from hwbackends._selection.order import (
     replaced_by_name,
     shared_devices,
     status_of,
-    visibility_of,
-    visible_vars,
 )
 from hwbackends._selection.report import (
     BackendStatus,
     SelectionReport,
     _replace_state,
     _unserved_hardware,
-    hidden_backend,
-    unusable_why,
 )
+from hwbackends._selection.snapshot import environ_snapshot
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -158,74 +161,105 @@ class Registry(Plugins):
         """Probe, choose and explain. ``settings`` default to the ``HWBACKENDS_*`` in ``env``."""
         if settings is None:
             settings = Settings.from_env(env)
-        timings: dict[str, float] = {"discovery": self.discovery_ms}
-        warnings: list[str] = []
-        by_name: dict[str, list[EntryPointSpec]] = {}
+        w = _Round(env, host, settings, self.discovery_ms)
         for s in self.specs:
-            by_name.setdefault(s.name, []).append(s)
-
-        pref = preferred(settings, by_name)
-        said = check_listed_names(settings, by_name) + unknown_settings(env)
+            w.by_name.setdefault(s.name, []).append(s)
+        w.pref = preferred(settings, w.by_name)
+        said = check_listed_names(settings, w.by_name) + unknown_settings(env)
         warn_once(said)
-        warnings.extend(said)
+        w.warnings.extend(said)
 
-        statuses: dict[str, BackendStatus] = {}
-        impostors: list[BackendStatus] = []
-        ready: list[tuple[Backend, Probe, Candidate]] = []
-        hardware_unready: list[Probe] = []
-        limit = settings.timeout
-        to_probe: list[Candidate] = []
-        skipped: dict[str, EntryPointSpec] = {}  # not probed: HWBACKENDS_BACKEND names others
-        for name in sorted(by_name):
-            specs = by_name[name]
-            if specs[0].value.startswith("hwbackends._"):
-                c = Candidate(specs[0])
-                if len(specs) > 1:
-                    # The built-in keeps working; each impostor is reported on its own line.
-                    conflict = _conflict(specs)
-                    impostors.extend(
-                        status_of(Candidate(s), "broken", error=conflict) for s in specs[1:]
-                    )
-                if not allowed(c.spec, settings):
-                    statuses[name] = status_of(
-                        c, "disabled", error=disabled_reason(c.spec, settings)
-                    )
-                    continue
-            else:
-                winner, aside, clash = resolve_claims(self, specs, settings, limit)
-                for s, why, by in aside:
-                    st = status_of(Candidate(s), "disabled", error=why, replaced_by=by)
-                    if winner is None and not clash and name not in statuses:
-                        statuses[name] = st  # every claimant disabled: the first is the row
-                    else:
-                        impostors.append(st)
-                if clash:
-                    statuses[name] = status_of(
-                        Candidate(clash[0]), "broken", error=clash_error(name, clash)
-                    )
-                    impostors.extend(
-                        status_of(Candidate(s), "broken", error=clash_error(name, clash))
-                        for s in clash[1:]
-                    )
-                    continue
-                if winner is None:
-                    continue
-                c = Candidate(winner)
-                c.replaces = tuple(s.dist for s, _why, by in aside if by)
-            if pref and name not in (*pref, "cpu"):
-                skipped[name] = c.spec
-                statuses[name] = status_of(
-                    c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
+        to_probe = [c for name in sorted(w.by_name) if (c := self._candidate(w, name))]
+        self._probe_all(w, to_probe)
+        w.warnings.extend(shared_devices(w.ready, host, settings.timeout, w.pref, settings))
+        if w.pref:
+            if not any(w.statuses[n].state == "available" for n in w.pref):
+                raise none_preferred(self, w.pref, settings, w.statuses, w.ready, w.skipped, host)
+            w.ready = [r for r in w.ready if r[2].name in w.pref]
+            w.ready.sort(key=lambda r: w.pref.index(r[2].name))
+        else:
+            w.ready.sort(key=lambda r: (-r[2].priority, r[2].name))
+        chosen = _first_usable(w)
+        w.statuses[chosen.name] = _replace_state(w.statuses[chosen.name], "selected")
+        unserved = _unserved_hardware(host, w.statuses, w.by_name)
+        rule, reason = _rule(w, chosen, unserved)
+        for p in w.hardware_unready:
+            fix = f" Fix: {p.hint}" if p.hint else ""
+            w.warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        w.warnings.extend(take_reports())
+        w.warnings.extend(unserved)
+        env_read, vis = _what_was_read(w)
+        return SelectionReport(
+            chosen=chosen.name,
+            # a backend whose device string depends on the software stack (neuron/xla)
+            # reports it on its devices
+            device_type=w.devices[0].device_type if w.devices else chosen.device_type,
+            rule=rule,
+            reason=reason,
+            candidates=tuple(w.statuses[n] for n in sorted(w.statuses)) + tuple(w.impostors),
+            devices=tuple(w.devices),
+            env_read=env_read,
+            warnings=tuple(w.warnings),
+            timings_ms=w.timings,
+            discovery=self.discovery,
+            host=host,
+            visibility=vis,
+            debug=settings.debug,
+            hidden=tuple(w.hidden),
+        )
+
+    def _candidate(self, w: _Round, name: str) -> Candidate | None:
+        """The candidate to probe for ``name``, or None with its row (disabled, a clash, not
+        probed) recorded; the built-in keeps working beside an impostor, each reported."""
+        specs, settings = w.by_name[name], w.settings
+        if specs[0].value.startswith("hwbackends._"):
+            c = Candidate(specs[0])
+            if len(specs) > 1:  # each impostor is reported on its own line
+                conflict = _conflict(specs)
+                w.impostors.extend(
+                    status_of(Candidate(s), "broken", error=conflict) for s in specs[1:]
                 )
-                continue
-            to_probe.append(c)
+            if not allowed(c.spec, settings):
+                w.statuses[name] = status_of(c, "disabled", error=disabled_reason(c.spec, settings))
+                return None
+        else:
+            winner, aside, clash = resolve_claims(self, specs, settings, settings.timeout)
+            for s, why, by in aside:
+                st = status_of(Candidate(s), "disabled", error=why, replaced_by=by)
+                if winner is None and not clash and name not in w.statuses:
+                    w.statuses[name] = st  # every claimant disabled: the first is the row
+                else:
+                    w.impostors.append(st)
+            if clash:
+                error = clash_error(name, clash)
+                w.statuses[name] = status_of(Candidate(clash[0]), "broken", error=error)
+                w.impostors.extend(
+                    status_of(Candidate(s), "broken", error=error) for s in clash[1:]
+                )
+                return None
+            if winner is None:
+                return None
+            c = Candidate(winner)
+            c.replaces = tuple(s.dist for s, _why, by in aside if by)
+        if w.pref and name not in (*w.pref, "cpu"):
+            w.skipped[name] = c.spec
+            w.statuses[name] = status_of(
+                c, "not-probed", error=f"not probed: HWBACKENDS_BACKEND={settings.forced}"
+            )
+            return None
+        return c
 
-        # Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
-        # for the lot, each call still with its own time limit (see guarded.call_many).
-        # The built-in cpu is hwbackends' own code: never subject to the plugin time limit, so
-        # a tiny HWBACKENDS_TIMEOUT or a loaded machine cannot leave a process with no backend.
+    def _probe_all(self, w: _Round, to_probe: list[Candidate]) -> None:
+        """Load and probe every candidate; each one's row, the ready ones, and the probes that
+        found hardware whose software is not ready.
+
+        Every plugin is loaded, then probed, on one worker each time: two thread hand-offs
+        for the lot, each call still with its own time limit (see guarded.call_many). The
+        built-in cpu is hwbackends' own code: never subject to the plugin time limit, so a
+        tiny HWBACKENDS_TIMEOUT or a loaded machine cannot leave a process with no backend."""
+        limit, host = w.settings.timeout, w.host
         self.preload([c.spec for c in to_probe if not _builtin(c.spec)], limit)
-        to_probe = replaced_by_name(self, to_probe, statuses, limit)
+        to_probe = replaced_by_name(self, to_probe, w.statuses, limit)
         builtin = [c for c in to_probe if _builtin(c.spec)]
         plugins = [c for c in to_probe if not _builtin(c.spec)]
         outcomes = call_many(
@@ -244,165 +278,17 @@ class Registry(Plugins):
                 got = self._loaded.get(id(c.spec))  # loaded but broken in its probe: say who
                 if isinstance(got, tuple):
                     c.backend, c.meta = got
-                statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
-                timings[f"probe:{name}"] = 0.0
+                w.statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
+                w.timings[f"probe:{name}"] = 0.0
                 continue
             c.backend, c.meta, probe, ms = value
-            timings[f"probe:{name}"] = ms
+            w.timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
-            statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)
+            w.statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)
             if probe.available:
-                ready.append((c.backend, probe, c))
+                w.ready.append((c.backend, probe, c))
             elif probe.hardware_present:
-                hardware_unready.append(probe)
-
-        warnings.extend(shared_devices(ready, host, limit, pref, settings))
-        if pref:
-            if not any(statuses[n].state == "available" for n in pref):
-                raise none_preferred(self, pref, settings, statuses, ready, skipped, host)
-            ready = [r for r in ready if r[2].name in pref]
-            ready.sort(key=lambda r: pref.index(r[2].name))
-        else:
-            ready.sort(key=lambda r: (-r[2].priority, r[2].name))
-        chosen: Candidate | None = None
-        devices: list[Device] = []
-        vis_report: Any = None
-        hidden: list[dict[str, Any]] = []  # backends whose every device visibility hides
-        passed_over: list[str] = []  # ready backends that could not be used after all
-        for backend, _probe_result, c in ready:
-            t0 = time.perf_counter()
-            try:
-                # The core reads the visibility variables with the backend's declared rule
-                # first: a value the runtime would reject is the user's error (raised as
-                # is), while a VisibilityError from the plugin's own devices() is its fault.
-                own = 0.0 if _builtin(c.spec) else limit
-                vis_report = visibility_of(backend, c, env, host, own)
-                devices = _devices(backend, c.name, host, env, own)
-            except Broken as exc:
-                statuses[c.name] = status_of(c, "broken", error=exc.reason, traceback=exc.tb)
-                passed_over.append(c.name)
-                continue
-            finally:
-                timings[f"devices:{c.name}"] = (time.perf_counter() - t0) * 1000
-            if not devices and c.name != "cpu":
-                old = statuses[c.name]
-                shown = visible_vars(env, vis_report)
-                gone = shown and hidden_backend(c.name, backend, env, host, vis_report, limit)
-                if gone:  # the engine's reasons and the fix go with the report
-                    hidden.append(gone)
-                why, warning = unusable_why(c.name, old.reason, shown, gone or None)
-                statuses[c.name] = status_of(
-                    c, "unavailable", probe=old.probe, probe_ms=old.probe_ms, error=why
-                )
-                warnings.append(warning)
-                if vis_report is not None and not gone:
-                    warnings.extend(vis_report[0].warnings)
-                passed_over.append(c.name)
-                continue
-            chosen = c
-            break
-
-        if chosen is None and pref:
-            reasons = "; ".join(f"{n} is {statuses[n].state}: {statuses[n].reason}" for n in pref)
-            raise BackendUnavailableError(
-                f"HWBACKENDS_BACKEND={settings.forced} but "
-                + (
-                    f"that backend is {reasons.partition(' is ')[2]}" if len(pref) == 1 else reasons
-                ),
-                "a forced backend that shows this process at least one device",
-                "change the visibility variables, or unset HWBACKENDS_BACKEND",
-            )
-        if chosen is None:
-            cpu = statuses.get("cpu")
-            if cpu is not None and cpu.state == "disabled":
-                fix = "remove cpu from HWBACKENDS_DISABLE"
-            else:
-                fix = (
-                    "this is a bug in hwbackends or its installation: reinstall hwbackends and "
-                    "report the reason above"
-                )
-            raise BackendUnavailableError(
-                "no backend is available, not even cpu"
-                + (f" (cpu is {cpu.state}: {cpu.reason})" if cpu is not None else ""),
-                "at least the built-in cpu backend",
-                fix,
-            )
-        statuses[chosen.name] = _replace_state(statuses[chosen.name], "selected")
-
-        others = [r[2].name for r in ready if r[2].name != chosen.name]
-        unserved = _unserved_hardware(host, statuses, by_name)
-        listed = settings.preferred
-        if len(listed) == 1:
-            rule = "forced"
-            reason = f"HWBACKENDS_BACKEND={settings.forced} forces it"
-        elif pref:
-            rule = "preferred"
-            before = listed[: listed.index(chosen.name)] if chosen.name in listed else listed
-            reason = f"the first usable backend in HWBACKENDS_BACKEND={settings.forced}"
-            if before:
-                reason += (
-                    " ("
-                    + "; ".join(
-                        f"{n}: {statuses[n].state if n in statuses else 'not installed'}"
-                        for n in before
-                    )
-                    + ")"
-                )
-        elif chosen.name == "cpu" and (hardware_unready or passed_over or unserved):
-            rule = "cpu-fallback"
-            reason = "no accelerator backend is ready; using the CPU"
-            if passed_over:
-                reason += f" ({', '.join(passed_over)} could not be used: see its reason)"
-        elif others:
-            rule = "priority"
-            reason = (
-                f"highest priority ({chosen.priority}) among the available backends "
-                f"({', '.join([chosen.name, *others])}); ties break by name"
-            )
-        else:
-            rule = "only-available"
-            reason = "the only available backend"
-        for p in hardware_unready:
-            fix = f" Fix: {p.hint}" if p.hint else ""
-            warnings.append(f"{p.backend}: {p.reason}.{fix}")
-        warnings.extend(take_reports())
-        warnings.extend(unserved)
-
-        env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
-        vis = None
-        if vis_report is not None:
-            rep, declared = vis_report
-            for k in declared:
-                env_read[k] = env.get(k)
-            # cpu declares no variable: its "every device is visible" would contradict the
-            # hidden backend's reasons, which are the answer
-            vis = rep.to_dict() if declared or not hidden else None
-            warnings.extend(w for w in rep.warnings if not hidden or declared)
-        for gone in hidden:
-            for k in gone["variables"]:
-                env_read[k] = env.get(k)
-        return SelectionReport(
-            chosen=chosen.name,
-            # a backend whose device string depends on the software stack (neuron/xla)
-            # reports it on its devices
-            device_type=devices[0].device_type if devices else chosen.device_type,
-            rule=rule,
-            reason=reason,
-            candidates=tuple(statuses[n] for n in sorted(statuses)) + tuple(impostors),
-            devices=tuple(devices),
-            env_read=env_read,
-            warnings=tuple(warnings),
-            timings_ms=timings,
-            discovery=self.discovery,
-            host=host,
-            visibility=vis,
-            debug=settings.debug,
-            hidden=tuple(hidden),
-        )
-
-
-def _builtin(spec: EntryPointSpec) -> bool:
-    return spec.value.startswith("hwbackends._") and spec.dist == "hwbackends"
+                w.hardware_unready.append(probe)
 
 
 def _conflict(specs: list[EntryPointSpec]) -> str | None:
@@ -425,6 +311,8 @@ def _conflict(specs: list[EntryPointSpec]) -> str | None:
 # Made at import, not on first use: two threads must never each make their own.
 _lock = _thread.allocate_lock()
 _cached: SelectionReport | None = None
+_inputs: Inputs | None = None
+_recent: tuple[Inputs, SelectionReport] | None = None  # the last explicit explain()
 _registry: Registry | None = None
 
 
@@ -460,10 +348,30 @@ def _default_registry() -> Registry:
     return _registry
 
 
+@frozen
+class Inputs:
+    """What one selection reads: the environment (a snapshot), the machine, the settings."""
+
+    env: Mapping[str, str]
+    host: Host
+    settings: Settings
+
+
 def resolve_inputs(
     env: Mapping[str, str] | None, host: Host | None
 ) -> tuple[Mapping[str, str], Host, Settings]:
-    """The environment, host and settings a call works with (see ``current``)."""
+    """The environment, host and settings a call works with (see ``current``); for the
+    defaults, the process's own (``process_inputs``): the machine is not read again."""
+    if env is None and host is None:
+        got = process_inputs()
+        return got.env, got.host, got.settings
+    got = _make_inputs(env, host, None)
+    return got.env, got.host, got.settings
+
+
+def _make_inputs(
+    env: Mapping[str, str] | None, host: Host | None, snapshot: Mapping[str, str] | None
+) -> Inputs:
     check_env(env)
     if host is not None and not isinstance(host, Host):
         from hwbackends._base.errors import HostFileError
@@ -476,16 +384,59 @@ def resolve_inputs(
             if isinstance(host, (str, os.PathLike))
             else "build one with Host.from_file(path) or Host.from_dict(data)",
         )
-    settings = Settings.from_env(os.environ if env is None else env)
+    if env is None or env is os.environ:
+        live = environ_snapshot() if snapshot is None else snapshot
+    else:
+        live = dict(env)  # the caller's mapping may change later: the answer is of this copy
+    settings = Settings.from_env(live)
     if host is None:
         host = (
             Host.from_file(settings.host_file)
             if settings.host_file
-            else Host.from_system(backends=installed_backends(os.environ if env is None else env))
+            else Host.from_system(backends=installed_backends(live))
         )
-    if env is None:
-        env = host.env if host.simulated and host.env is not None else os.environ
-    return env, host, settings
+    if env is not None:
+        env = live
+    elif host.simulated and host.env is not None:
+        env = host.env
+    else:
+        env = live
+    return Inputs(env=env, host=host, settings=settings)
+
+
+def process_inputs(snapshot: Mapping[str, str] | None = None) -> Inputs:
+    """This process's inputs for the defaults (``env=None, host=None``): one snapshot of
+    ``os.environ`` and one reading of the machine, kept until ``hwbackends.reset()``.
+    ``snapshot``: the environment to take them from on the first call (the selection cache
+    passes the one its key was made of)."""
+    got = _inputs
+    if got is not None:
+        return got
+    with _get_lock():
+        return _process_inputs_locked(snapshot)
+
+
+def _process_inputs_locked(snapshot: Mapping[str, str] | None) -> Inputs:
+    global _inputs
+    if _inputs is None:
+        if snapshot is None:  # the copy current() answered from the selection cache, if it did
+            cache = sys.modules.get("hwbackends._selection.cache")
+            snapshot = getattr(cache, "answered_env", None)
+        _inputs = _make_inputs(None, None, snapshot)
+    return _inputs
+
+
+def select_inputs(inputs: Inputs) -> SelectionReport:
+    """The selection report for ``inputs``, strict mode applied."""
+    report = _default_registry().select(inputs.env, inputs.host, inputs.settings)
+    _strict_check(report, inputs.settings)
+    return report
+
+
+def explain_inputs(inputs: Inputs) -> SelectionReport:
+    """``explain`` for inputs already read (``resolve_inputs``): not read again."""
+    refuse_nested()
+    return select_inputs(inputs)
 
 
 @working  # a fork in another thread waits for it (briefly): no lazy import cut in half
@@ -493,8 +444,8 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     """The selection report: every candidate, its probe, the rule that decided, timings.
 
     With neither ``env`` nor ``host`` given, the answer is computed once per process (under a
-    lock, so concurrent first calls get the same object) and cached until
-    ``hwbackends.reset()``; with either, it is computed again on every call.
+    lock, so concurrent first calls get the same object) from one snapshot of ``os.environ``
+    and cached until ``hwbackends.reset()``; with either, it is computed again on every call.
 
     :param env: the environment to select in (``HWBACKENDS_*`` settings, visibility
         variables), name to value; a name left out is unset. None: ``os.environ``, or the
@@ -510,22 +461,38 @@ def explain(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
     :raises PluginError: under ``HWBACKENDS_STRICT=1`` when a plugin is broken, or when a
         plugin's own code calls it.
     """
-    global _cached
     refuse_nested()
     if env is None and host is None:
-        if _cached is not None:
-            return _cached
-        with _get_lock():
-            if _cached is None:
-                e, h, s = resolve_inputs(None, None)
-                report = _default_registry().select(e, h, s)
-                _strict_check(report, s)
-                _cached = _agree_with_cache(report)
-            return _cached
-    e, h, s = resolve_inputs(env, host)
-    report = _default_registry().select(e, h, s)
-    _strict_check(report, s)
+        return process_report()
+    global _recent
+    inputs = _make_inputs(env, host, None)
+    report = select_inputs(inputs)
+    _recent = (inputs, report)
     return report
+
+
+def report_for(env: Mapping[str, str], host: Host) -> SelectionReport | None:
+    """A report already made from exactly these inputs (resolved, as ``resolve_inputs``
+    gives them), or None: the process's own for its inputs, else the last one ``explain``
+    made for an explicit ``env``/``host`` (the same ``Host`` object, an equal environment),
+    so that ``hwbackends env`` or ``explain()`` then ``pretrained_kwargs()`` select once."""
+    own, recent = _inputs, _recent
+    if own is not None and _cached is not None and own.host is host and own.env is env:
+        return _cached
+    if recent is not None and recent[0].host is host and recent[0].env == dict(env):
+        return recent[1]
+    return None
+
+
+def process_report(snapshot: Mapping[str, str] | None = None) -> SelectionReport:
+    """``explain()`` for the defaults: selected once per process from ``process_inputs``."""
+    global _cached
+    if _cached is not None:
+        return _cached
+    with _get_lock():
+        if _cached is None:
+            _cached = _agree_with_cache(select_inputs(_process_inputs_locked(snapshot)))
+        return _cached
 
 
 def _agree_with_cache(report: SelectionReport) -> SelectionReport:
@@ -589,10 +556,13 @@ def get(name: str) -> Backend:
     return _default_registry().get(name)
 
 
-def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
+def watch_lists(
+    env: Mapping[str, str] | None = None,
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """What selection read beyond the selection cache's base fingerprint, as the installed
-    backends declare it: every visibility variable, and the ``/dev`` folders of their node
-    patterns plus their ``watch_paths`` (relative to the root), and the class folders the
+    backends (not disabled by ``env``'s settings) declare it: every visibility variable, and
+    the ``/dev`` folders of their node patterns plus their ``watch_paths`` and the version
+    files of their ``driver_modules`` (relative to the root), and the class folders the
     machine reader reads as evidence of devices. Every declaration is read under the guard
     (the node patterns and watch paths once, at load)."""
     from hwbackends._discovery.loading import meta_of
@@ -600,7 +570,7 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
     names: set[str] = set()
     paths: set[str] = set(WATCH)  # the core's own sources: DRM and accel class folders
-    for b in installed_backends():
+    for b in installed_backends(env):
         try:
             meta = meta_of(b)
         except Broken:  # a broken declaration: selection reports it
@@ -613,6 +583,9 @@ def watch_lists() -> tuple[tuple[str, ...], tuple[str, ...]]:
         for p in meta.watch_paths:
             if not p.startswith("/") and ".." not in p.split("/"):
                 paths.add(p)
+        for m in meta.driver_modules:  # the driver's version: read_drivers' first source
+            if m and "/" not in m and m != "..":
+                paths.add(f"sys/module/{m}/version")
         for pat in meta.device_nodes:
             if "/" in pat and ".." not in pat.split("/"):
                 paths.add("dev/" + pat.rpartition("/")[0])

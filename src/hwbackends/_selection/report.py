@@ -214,22 +214,42 @@ def _unserved_hardware(
     rest: a known plugin that is not installed, one that is broken or disabled, and
     accelerators nobody claims.
     """
-    from hwbackends._discovery.catalog import core_checkout, install_command, known_for
+    from hwbackends._discovery.catalog import known_for
 
-    claimed: set[str] = set()
-    for st in statuses.values():
-        if st.state in ("available", "unavailable", "selected", "not-probed"):
-            v = st.vendor
-            if v:
-                claimed.add(v)
-    out: list[str] = []
-    checkout: list[str | None] = []
+    claimed = {
+        st.vendor
+        for st in statuses.values()
+        if st.state in ("available", "unavailable", "selected", "not-probed") and st.vendor
+    }
+    out = _no_plugin_exists(host, claimed)
+    checkout: list[str | None] = []  # the core's checkout, looked up once if needed
     seen: set[str] = set()
+    for d in host.devices:
+        if d.vendor in claimed or d.vendor in seen or d.extra.get("known_function"):
+            continue
+        seen.add(d.vendor)
+        same = [
+            x for x in host.devices if x.vendor == d.vendor and not x.extra.get("known_function")
+        ]
+        k = known_for(d.vendor)
+        line = (
+            _unclaimed(d, same)
+            if k is None
+            else _known_unserved(k, same, statuses.get(k.backend), by_name, checkout)
+        )
+        if line:
+            out.append(line)
+    return out
+
+
+def _no_plugin_exists(host: Host, claimed: set[str]) -> list[str]:
+    """Known hardware for which no plugin exists (NEC VE, Xeon Phi), one line per model."""
     named: dict[str, list[HostDevice]] = {}
     for d in host.devices:
         kind = d.extra.get("known_function")
         if d.vendor not in claimed and kind == "no-plugin" and d.name:
             named.setdefault(d.name, []).append(d)
+    out = []
     for what, devs in named.items():
         d = devs[0]
         ids = ":".join(
@@ -241,69 +261,68 @@ def _unserved_hardware(
             f"{len(devs)} {what}" + (f" ({place})" if place else "") + ": no hwbackends plugin "
             "exists for this hardware, so no backend can use it"
         )
-    for d in host.devices:
-        if d.vendor in claimed or d.vendor in seen or d.extra.get("known_function"):
-            continue
-        seen.add(d.vendor)
-        same = [
-            x for x in host.devices if x.vendor == d.vendor and not x.extra.get("known_function")
-        ]
-        n = len(same)
-        buses = [x.pci_bus_id for x in same if x.pci_bus_id]
-        # what is known, and nothing for what is not (no "?" a reader must decode)
-        where = ", ".join(buses) or "no PCI address given"
-        k = known_for(d.vendor)
-        if k is None:
-            pid = str(d.extra.get("pci_vendor_id", d.vendor))
-            pid += f":{d.pci_device_id}" if d.pci_device_id else ""
-            # names from the machine's PCI ID database, where the reader found one
-            maker = d.extra.get("pci_vendor_name")
-            model = d.extra.get("pci_device_name")
-            what = (
-                f"{maker} accelerator(s)" if isinstance(maker, str) and maker else "accelerator(s)"
-            )
-            if isinstance(model, str) and model:
-                what += f" ({model})"
-            whose = f"{maker}'s" if isinstance(maker, str) and maker else "the vendor's"
-            out.append(
-                f"{n} {what} that no installed backend claims (PCI {pid}"
-                + (f" at {where}). " if buses else "). ")
-                + f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
-                "installed ones"
-            )
-            continue
-        known_status = statuses.get(k.backend)
-        if (
-            known_status is not None
-            and known_status.state == "broken"
-            and ("Fix: " in known_status.reason)
-        ):  # a reason that carries its own fix (a name claimed twice): the same words
-            out.append(f"{n} {k.display}(s) found, but {known_status.reason.rstrip('.')}")
-            continue
-        if known_status is not None and known_status.state == "broken":
-            out.append(
-                f"{n} {k.display}(s) found, but the {k.backend} backend is broken: "
-                f"{known_status.reason}. Fix: reinstall or update {known_status.origin}; "
-                "`hwbackends plugins --check` shows the "
-                "traceback"
-            )
-            continue
-        if known_status is not None and known_status.state == "disabled":
-            out.append(
-                f"{n} {k.display}(s) found, but the {k.backend} backend is {known_status.reason}. "
-                "Fix: change HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE"
-            )
-            continue
-        if k.backend in by_name:
-            continue  # installed under this name but serving another vendor key: its probe says
-        if not checkout:
-            checkout.append(core_checkout())
-        cmd, which = install_command(k.distribution, checkout[0])
-        out.append(
-            f"{n} {k.display}(s) found ({where}), but {k.distribution} is not installed. "
-            f"Fix: {cmd} ({which})"
-        )
     return out
+
+
+def _unclaimed(d: HostDevice, same: list[HostDevice]) -> str:
+    """Accelerators of a vendor no installed backend claims and the catalog does not know."""
+    buses = [x.pci_bus_id for x in same if x.pci_bus_id]
+    pid = str(d.extra.get("pci_vendor_id", d.vendor))
+    pid += f":{d.pci_device_id}" if d.pci_device_id else ""
+    # names from the machine's PCI ID database, where the reader found one; what is known,
+    # and nothing for what is not (no "?" a reader must decode)
+    maker = d.extra.get("pci_vendor_name")
+    model = d.extra.get("pci_device_name")
+    what = f"{maker} accelerator(s)" if isinstance(maker, str) and maker else "accelerator(s)"
+    if isinstance(model, str) and model:
+        what += f" ({model})"
+    whose = f"{maker}'s" if isinstance(maker, str) and maker else "the vendor's"
+    return (
+        f"{len(same)} {what} that no installed backend claims (PCI {pid}"
+        + (f" at {', '.join(buses)}). " if buses else "). ")
+        + f"Fix: install {whose} hwbackends plugin; `hwbackends plugins` lists the "
+        "installed ones"
+    )
+
+
+def _known_unserved(
+    k: Any,
+    same: list[HostDevice],
+    known_status: BackendStatus | None,
+    by_name: Mapping[str, Any],
+    checkout: list[str | None],
+) -> str | None:
+    """Hardware of a catalogued plugin that is broken, disabled or not installed; None when
+    a backend of that name is installed but serves another vendor key (its probe says)."""
+    from hwbackends._discovery.catalog import core_checkout, install_command
+
+    n = len(same)
+    where = ", ".join(x.pci_bus_id for x in same if x.pci_bus_id) or "no PCI address given"
+    state = known_status.state if known_status is not None else None
+    if known_status is not None and state == "broken" and "Fix: " in known_status.reason:
+        # a reason that carries its own fix (a name claimed twice): the same words
+        return f"{n} {k.display}(s) found, but {known_status.reason.rstrip('.')}"
+    if known_status is not None and state == "broken":
+        return (
+            f"{n} {k.display}(s) found, but the {k.backend} backend is broken: "
+            f"{known_status.reason}. Fix: reinstall or update {known_status.origin}; "
+            "`hwbackends plugins --check` shows the "
+            "traceback"
+        )
+    if known_status is not None and state == "disabled":
+        return (
+            f"{n} {k.display}(s) found, but the {k.backend} backend is {known_status.reason}. "
+            "Fix: change HWBACKENDS_PLUGINS / HWBACKENDS_DISABLE"
+        )
+    if k.backend in by_name:
+        return None
+    if not checkout:
+        checkout.append(core_checkout())
+    cmd, which = install_command(k.distribution, checkout[0])
+    return (
+        f"{n} {k.display}(s) found ({where}), but {k.distribution} is not installed. "
+        f"Fix: {cmd} ({which})"
+    )
 
 
 def hidden_backend(

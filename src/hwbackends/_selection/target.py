@@ -56,6 +56,16 @@ class Target:
     def name(self) -> str:
         return self.backend_name or self.backend.name
 
+    def capabilities_of(self, device: Device | None) -> Capabilities:
+        """The backend's capabilities for ``device`` on this target's host, called under the
+        plugin guard (the integrations' one door to the backend's ``capabilities``)."""
+        from hwbackends._selection.calls import plugin_call
+
+        b, host = self.backend, self.host
+        return plugin_call(
+            self.name, "capabilities", lambda: b.capabilities(device, host=host), Capabilities
+        )
+
 
 def resolve_target(
     backend: str | Backend | None = None,
@@ -74,20 +84,35 @@ def resolve_target(
     where every rank without a device would pile up.
     """
     from hwbackends._selection.registry import (
+        Inputs,
         _default_registry,
         explain,
+        explain_inputs,
         get_from_report,
         plugin_call,
+        report_for,
         resolve_inputs,
     )
 
+    # One reading of the inputs per call: for the defaults, the process's own (one snapshot
+    # of the environment, the machine read once), and the selection made from them.
     e, h, settings = resolve_inputs(env, host)
     name: str
+    report = report_for(e, h)  # the selection already made from these inputs, if any
     if backend is None:
-        report = explain(env=e, host=h)
+        if report is None:
+            report = explain() if env is None and host is None else explain_inputs(
+                Inputs(env=e, host=h, settings=settings)
+            )  # fmt: skip
         name = report.chosen
         b = get_from_report(report)
+    elif (
+        isinstance(backend, str) and report is not None and report.chosen == backend.strip().lower()
+    ):
+        name = report.chosen  # the selection probed it and listed its devices
+        b = get_from_report(report)
     elif isinstance(backend, str):
+        report = None
         name = backend.strip().lower()
         b = _default_registry().get(name, settings)  # a clash is resolved by env's settings
         probe = plugin_call(name, "probe", lambda: b.probe(h), Probe)
@@ -98,35 +123,14 @@ def resolve_target(
                 probe.hint or DEFAULT_BACKEND_FIX,
             )
     else:
+        report = None
         b = backend
         name = str(getattr(backend, "name", type(backend).__name__))
-    devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
-    dev: Device | None
-    rank: LocalRank | None = None
-    if isinstance(device, Device):
-        dev = device
-    elif isinstance(device, int) and not isinstance(device, bool):
-        if not 0 <= device < len(devices):
-            raise HwBackendsError(
-                f"device index {device} is out of range: {name} shows {len(devices)} "
-                "visible device(s) to this process",
-                f"a logical index from 0 to {len(devices) - 1}" if devices else "no index",
-                "check `hwbackends devices` and the visibility variables",
-            )
-        dev = devices[device]
-    elif device is None:
-        # on cpu every rank shares the one device, as torch does: no rank is read
-        found = rank_of(e) if rank_of is not None and devices and name != "cpu" else None
-        if found is not None:
-            rank = found
-            dev = devices[0] if found.bound else _rank_device(found, devices, name, b, e)
-        else:
-            dev = devices[0] if devices else None
+    if report is not None:  # the selection listed them from these inputs
+        devices = report.devices
     else:
-        raise HwBackendsError(
-            f"device={device!r} is not a device",
-            "a hwbackends.Device, a logical index, or None",
-        )
+        devices = tuple(plugin_call(name, "devices", lambda: b.devices(h, e), list))
+    dev, rank = _device_of(device, devices, name, b, e, rank_of)
     caps = plugin_call(name, "capabilities", lambda: b.capabilities(dev, host=h), Capabilities)
     return Target(
         backend=b,
@@ -139,6 +143,39 @@ def resolve_target(
         rank=rank,
         chosen=device is not None,
     )
+
+
+def _device_of(
+    device: Device | int | None,
+    devices: tuple[Device, ...],
+    name: str,
+    b: Backend,
+    e: Mapping[str, str],
+    rank_of: Callable[[Mapping[str, str]], LocalRank | None] | None,
+) -> tuple[Device | None, LocalRank | None]:
+    """The device ``device`` names among ``devices``, or the process's (``resolve_target``),
+    and the local rank it was chosen by."""
+    if isinstance(device, Device):
+        return device, None
+    if isinstance(device, int) and not isinstance(device, bool):
+        if not 0 <= device < len(devices):
+            raise HwBackendsError(
+                f"device index {device} is out of range: {name} shows {len(devices)} "
+                "visible device(s) to this process",
+                f"a logical index from 0 to {len(devices) - 1}" if devices else "no index",
+                "check `hwbackends devices` and the visibility variables",
+            )
+        return devices[device], None
+    if device is not None:
+        raise HwBackendsError(
+            f"device={device!r} is not a device",
+            "a hwbackends.Device, a logical index, or None",
+        )
+    # on cpu every rank shares the one device, as torch does: no rank is read
+    found = rank_of(e) if rank_of is not None and devices and name != "cpu" else None
+    if found is None:
+        return (devices[0] if devices else None), None
+    return (devices[0] if found.bound else _rank_device(found, devices, name, b, e)), found
 
 
 #: How each launcher is told the number of processes per node, for the fix of a RankError.

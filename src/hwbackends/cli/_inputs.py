@@ -33,11 +33,13 @@ def parse_env_overrides(items: Sequence[str]) -> dict[str, str]:
 
 def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     from hwbackends._machine.host import Host
+    from hwbackends._selection.snapshot import environ_snapshot
 
+    live = environ_snapshot()  # the command reads the environment once
     overrides = parse_env_overrides(args.env or [])
     # --host '' is a mistake to report, not a request for the real machine; the variable
     # counts from --env too (it was ignored there)
-    from_env = overrides.get("HWBACKENDS_HOST", os.environ.get("HWBACKENDS_HOST")) or None
+    from_env = overrides.get("HWBACKENDS_HOST", live.get("HWBACKENDS_HOST")) or None
     host_file = args.host if args.host is not None else from_env
     if args.host is not None and from_env is not None and from_env != args.host:
         import sys
@@ -71,15 +73,13 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
     else:
         from hwbackends._selection.registry import installed_backends
 
-        host = Host.from_system(
-            root or "/", backends=installed_backends({**os.environ, **overrides})
-        )
+        host = Host.from_system(root or "/", backends=installed_backends({**live, **overrides}))
     base: dict[str, str] = dict(host.env) if host.simulated and host.env is not None else {}
     if not host.simulated:
-        base = dict(os.environ)
+        base = live
     else:
         # The library's own switches still come from the real environment.
-        base.update({k: v for k, v in os.environ.items() if k.startswith("HWBACKENDS_")})
+        base.update({k: v for k, v in live.items() if k.startswith("HWBACKENDS_")})
         base.pop("HWBACKENDS_HOST", None)
     base.update(overrides)
     if root is not None and os.path.realpath(root) != os.path.realpath("/"):

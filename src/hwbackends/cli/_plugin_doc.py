@@ -86,20 +86,36 @@ def hosts_in(folder: str) -> list[tuple[str, Host]]:
 def _variants(backend: Any, hosts: list[tuple[str, Host]]) -> list[tuple[str, Any]]:
     """(label, Capabilities) for the default and each representative device, deduplicated."""
     from hwbackends._base.errors import HwBackendsError
+    from hwbackends._base.protocol import Capabilities
+    from hwbackends._selection.calls import plugin_call
 
-    found: list[tuple[str, Any]] = [("default (no device)", backend.capabilities(None))]
+    name = str(getattr(backend, "name", type(backend).__name__))
+
+    def caps_of(dev: Any, host: Host | None) -> Any:
+        return plugin_call(
+            name, "capabilities", lambda: backend.capabilities(dev, host=host), Capabilities
+        )
+
+    def devices_of(host: Host, env: dict[str, str], **kw: Any) -> Any:
+        return plugin_call(name, "devices", lambda: backend.devices(host, env), list, **kw)
+
+    found: list[tuple[str, Any]] = [
+        ("default (no device)", plugin_call(
+            name, "capabilities", lambda: backend.capabilities(None), Capabilities
+        ))
+    ]  # fmt: skip
     groups: dict[str, tuple[list[str], Any]] = {}
     for label, host in hosts:
         try:
-            devices = backend.devices(host, dict(host.env or {}))
-        except HwBackendsError:
-            devices = backend.devices(host, {})
+            devices = devices_of(host, dict(host.env or {}), passthrough=(HwBackendsError,))
+        except HwBackendsError:  # the host file's own variables: the page shows them unset
+            devices = devices_of(host, {})
         seen_arch: set[Any] = set()
         for dev in devices:
             if dev.arch in seen_arch:
                 continue
             seen_arch.add(dev.arch)
-            caps = backend.capabilities(dev, host=host)
+            caps = caps_of(dev, host)
             key = json.dumps(caps.to_dict(), sort_keys=True)
             groups.setdefault(key, ([], caps))[0].append(label)
     default_key = json.dumps(found[0][1].to_dict(), sort_keys=True)

@@ -80,7 +80,9 @@ def test_settings_for_simulated_host(case: str) -> None:
     assert plan.kernels.available is kernels
     assert training_kwargs(host=h, env=env) == targs
     assert backend_name(host=h, env=env) == collective
-    launched = training_kwargs(host=h, env={**env, "LOCAL_RANK": "0", "WORLD_SIZE": "2"})
+    torchrun = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": "29500"}  # fmt: skip
+    launched = training_kwargs(host=h, env={**env, **torchrun})
     # TrainingArguments accepts only its argparse choices; others are left to Accelerate,
     # which forms no process group at all on mps (so no ddp_backend there)
     if collective in ("nccl", "gloo", "xccl", "hccl", "cncl", "mccl") and backend != "mps":

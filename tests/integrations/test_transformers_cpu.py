@@ -127,7 +127,8 @@ def test_report_to_filtering_uses_limitations() -> None:
 
 def test_ddp_backend_only_under_a_launcher() -> None:
     assert "ddp_backend" not in training_kwargs(env=CPU_ONLY)
-    launched = {**CPU_ONLY, "LOCAL_RANK": "0", "WORLD_SIZE": "2"}
+    launched = {**CPU_ONLY, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}  # fmt: skip
     assert training_kwargs(env=launched)["ddp_backend"] == "gloo"
     assert backend_name(env=CPU_ONLY) == "gloo"
 

@@ -215,6 +215,8 @@ def plan_training(
     :param host: the machine to plan for; None: ``HWBACKENDS_HOST``'s file, else this one.
     :raises UnsupportedSettingError: when ``report_to`` is not a name or a list of names.
     :raises RankError: when this process's local rank has no visible device.
+    :raises LaunchError: where ``TrainingArguments`` would fail or lose the launch's ranks
+        (``training_kwargs`` says when).
     """
     _check_report_to(report_to)
     t = resolve_target(backend, device, env=env, host=host, rank_of=process_rank)
@@ -472,9 +474,11 @@ def training_kwargs(
 ) -> dict[str, Any]:
     """Keyword arguments for ``transformers.TrainingArguments`` on this hardware.
 
-    ``bf16``/``fp16`` by architecture, ``use_cpu`` without an accelerator, ``ddp_backend``
-    under a launcher, and ``report_to`` (when given) without integrations known to break here.
-    See ``plan_training`` for the reasons.
+    ``bf16``/``fp16`` by architecture (with no launcher, every CUDA device the Trainer's
+    ``DataParallel`` uses must run it natively), ``use_cpu`` without an accelerator,
+    ``ddp_backend`` under a launcher, and ``report_to`` (when given) without integrations known
+    to break here. See ``plan_training`` for the reasons. To load the model you will train,
+    use ``training_plan``: fp32 master weights under mixed precision.
 
     :param backend: the backend to plan for. None: the one selected here (as
         ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
@@ -499,6 +503,14 @@ def training_kwargs(
     :raises BackendNotFoundError: when ``backend`` names no installed backend.
     :raises BackendUnavailableError: when ``backend`` names one that cannot run here.
     :raises HwBackendsError: when ``device`` is out of range or not a device.
+    :raises LaunchError: where ``TrainingArguments`` with these settings would fail or train
+        each launched rank alone, naming the fix (usually: call
+        ``hwbackends.distributed.init_process_group()`` first): Accelerate would start a
+        process group whose rendezvous variables are not all set (``mpiexec``/``mpirun``
+        export no ``MASTER_ADDR``; a lone ``LOCAL_RANK`` has no ``RANK``), or a launcher
+        started several processes and Accelerate would form no group (``srun``; ``mpirun`` on
+        a device, where Accelerate reads only ``LOCAL_RANK``). Not raised where a process
+        group already exists and Accelerate will use it.
     """
     return plan_training(
         backend=backend, device=device, report_to=report_to, env=env, host=host

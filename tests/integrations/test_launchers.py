@@ -571,9 +571,14 @@ def train():
     from hwbackends.distributed import detect_launch, init_process_group
     info = detect_launch()
     collective = init_process_group()  # the group exists: kept, not started again
+    try:
+        init_process_group(collective="nccl")  # a second group cannot be started
+        refused = None
+    except Exception as exc:
+        refused = type(exc).__name__
     args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", **training_kwargs())
     seen = {"launcher": info.launcher, "rank": info.rank, "world": info.world_size,
-            "collective": collective, "group_rank": dist.get_rank(),
+            "collective": collective, "group_rank": dist.get_rank(), "refused": refused,
             "world_size": args.world_size, "process_index": args.process_index}
     with open(os.path.join(out, f"rank{info.rank}.json"), "w") as f:
         json.dump(seen, f)
@@ -600,5 +605,6 @@ def test_inside_accelerates_debug_launcher_the_existing_group_is_the_truth(
         seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
         assert seen == {
             "launcher": "process_group", "rank": rank, "world": 2, "collective": "gloo",
-            "group_rank": rank, "world_size": 2, "process_index": rank,
+            "group_rank": rank, "refused": "HwBackendsError", "world_size": 2,
+            "process_index": rank,
         }  # fmt: skip

@@ -330,6 +330,15 @@ def _group_exists(live: bool) -> bool:
     return bool(dist is not None and dist.is_available() and dist.is_initialized())
 
 
+def _group_cause(env: Mapping[str, str]) -> str:
+    """The variable that makes Accelerate start a group, as ``NAME=value``: LOCAL_RANK, else
+    (on CPU) the first world size it reads above one."""
+    if _accel_int(env, "LOCAL_RANK", -1) != -1:
+        return f"LOCAL_RANK={env['LOCAL_RANK'].strip()}"
+    name = next((n for n in _GROUP_SIZES if _accel_int(env, n, -1) >= 0), "WORLD_SIZE")
+    return f"{name}={env.get(name, '').strip()}"
+
+
 def _refuse_broken_group(t: Target, cpu: bool, live: bool, info: LaunchInfo | LaunchError) -> None:
     """Raise where Accelerate will start a process group that cannot form: the rendezvous
     variables torch needs are not all set and no group exists yet."""
@@ -340,13 +349,17 @@ def _refuse_broken_group(t: Target, cpu: bool, live: bool, info: LaunchInfo | La
         what = f"Accelerate starts a process group, though the launcher variables say: {info.what}"
         fix = info.fix or _INIT_FIX
     elif info.launcher == "none":
-        what = (
-            f"LOCAL_RANK={t.env.get('LOCAL_RANK', '').strip()} is set without a launcher, so "
-            "Accelerate starts a process group"
-        )
+        cause = _group_cause(t.env)
+        what = f"{cause} is set without a launcher, so Accelerate starts a process group"
         fix = (
-            "unset LOCAL_RANK (name the device with device=N or a visibility variable), "
-            "start the script with torchrun, or " + _INIT_FIX
+            f"unset {cause.partition('=')[0]}"
+            + (
+                " (name the device with device=N or a visibility variable)"
+                if "LOCAL" in cause
+                else ""
+            )
+            + ", start the script with torchrun, or "
+            + _INIT_FIX
         )
     else:
         what = f"this process was started by {info.launcher} and Accelerate starts a process group"

@@ -267,19 +267,24 @@ def _plan_precision(t: Target, kw: dict[str, Any], why: dict[str, str]) -> None:
     spread = _trained_on(t)
     precision = _common_precision(spread)
     where = caps.arch or caps.device_type
+    texts = {
+        "bf16": f"native bf16 on {where}: {src}",
+        "fp16": f"no native bf16 on {where}, fp16 is: {src}",
+        "fp32": f"fp32: {src}",
+    }
     if len({c.arch for c in spread}) > 1:
-        where = "every device the Trainer uses: " + ", ".join(
-            sorted({c.arch or c.device_type for c in spread})
-        )
-        src = "the precision each runs natively"
-    if precision == "bf16":
-        kw["bf16"] = True
-        why["bf16"] = f"native bf16 on {where}: {src}"
-    elif precision == "fp16":
-        kw["fp16"] = True
-        why["fp16"] = f"no native bf16 on {where}, fp16 is: {src}"
+        archs = ", ".join(sorted({c.arch or c.device_type for c in spread}))
+        every = f"every device the Trainer's DataParallel uses ({archs})"
+        texts = {
+            "bf16": f"native bf16 on {every}",
+            "fp16": f"fp16, which {every} runs: not all of them run bf16 natively",
+            "fp32": f"fp32: not all of {every} run bf16 or fp16 natively",
+        }
+    if precision in ("bf16", "fp16"):
+        kw[precision] = True
+        why[precision] = texts[precision]
     else:
-        why["precision"] = f"fp32: {src}"
+        why["precision"] = texts["fp32"]
 
 
 def _common_precision(spread: Sequence[Capabilities]) -> str:

@@ -226,7 +226,15 @@ def test_env_cli_with_local_rank_3_and_each_bad_value(capsys: pytest.CaptureFixt
     args = [*env_args(VISIBLE), "--env", "LOCAL_RANK=3"]
     code, out, _ = run_main(capsys, "env", "--json", "--host", H100, *args)
     assert code == 0
-    assert json.loads(out)["settings"]["from_pretrained"]["kwargs"]["device_map"] == "cuda:3"
+    settings = json.loads(out)["settings"]
+    assert settings["from_pretrained"]["kwargs"]["device_map"] == "cuda:3"
+    # a lone LOCAL_RANK: the load stands, TrainingArguments would fail (no RANK, no address)
+    assert settings["training_arguments"] is None
+    assert "unset LOCAL_RANK" in settings["error"]["fix"]
+    code, text, _ = run(capsys, "env", "--host", H100, *args)
+    assert "TrainingArguments: none for this process: LOCAL_RANK=3 is set without a launcher" in (
+        " ".join(text.split())
+    )
     for bad in ("5", "7", "x", "-3"):
         args = [*env_args(VISIBLE), "--env", f"LOCAL_RANK={bad}"]
         _, out, _ = run_main(capsys, "env", "--json", "--host", H100, *args)

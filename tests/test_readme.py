@@ -68,16 +68,22 @@ def test_readme_install_names_the_core_extras() -> None:
 def test_readme_transformers_usage_runs(tmp_path: Path) -> None:
     __import__("transformers"), __import__("torch")  # the block runs them in a child process
     blocks = re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
-    assert len(blocks) == 1
+    assert len(blocks) == 2  # the load, then the training plan
     setup = (
         "import torch, transformers\n"
         "from hwbackends._integrations.smoke import tiny_llama_config\n"
         f"path = {str(tmp_path)!r}\n"
         "transformers.LlamaForCausalLM(tiny_llama_config()).save_pretrained(path)\n"
     )
-    check = "\nassert model.config._attn_implementation in ('sdpa', 'eager')\nprint('ok')\n"
-    out = subprocess.run(
-        [sys.executable, "-c", setup + blocks[0] + check], capture_output=True, text=True
+    # the model trained is the training plan's: fp32 master weights under mixed precision
+    check = (
+        "\nassert model.config._attn_implementation in ('sdpa', 'eager')"
+        "\nassert model.dtype == torch.float32 and (args.bf16 or args.fp16 or args.use_cpu)"
+        "\nprint('ok')\n"
     )
+    out = subprocess.run(
+        [sys.executable, "-c", setup + "\n".join(blocks) + check],
+        capture_output=True, text=True, cwd=tmp_path,
+    )  # fmt: skip
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().endswith("ok")

@@ -86,7 +86,9 @@ def init_process_group(
     process see the same ranks: under srun or mpirun call it before ``TrainingArguments``
     (Accelerate does not read Slurm's variables). Pass ``env=`` to read another mapping and
     leave ``os.environ`` alone. A single process, a Slurm batch shell included, gets a
-    one-rank group.
+    one-rank group. A group that already exists in this process (Accelerate's
+    ``debug_launcher`` or ``notebook_launcher``) is kept: nothing is initialised again, and
+    its collective is returned.
 
     Pass any ``init_process_group`` keyword (``timeout``…) through ``kwargs``; ``backend=``
     here selects the hwbackends backend, not the collective.
@@ -113,6 +115,8 @@ def init_process_group(
     import torch.distributed as dist
 
     info = detect_launch(env)
+    if dist.is_available() and dist.is_initialized():
+        return _joined(info, env, kwargs)
     found = info.torch_env()
     # The device is this rank's, as the launcher numbers it; a rank without a device raises
     # here, before anything is exported or a group is joined.
@@ -142,6 +146,34 @@ def init_process_group(
             accel.set_device_index(t.device.index)
     dist.init_process_group(backend=collective, **kwargs)
     return collective
+
+
+def _joined(info: LaunchInfo, env: Mapping[str, str] | None, kwargs: Mapping[str, Any]) -> str:
+    """The group this process already belongs to (Accelerate's ``debug_launcher``, a notebook
+    launcher, an earlier call): kept, not joined twice; its collective is returned.
+
+    Under ``os.environ`` its rank and world size are exported where unset, so that
+    Accelerate (which reads ``RANK``) numbers the process as the group does."""
+    import os
+
+    import torch.distributed as dist
+
+    wanted = kwargs.get("collective")
+    have = str(dist.get_backend())
+    if wanted and wanted not in have.replace(",", ":").split(":"):
+        raise HwBackendsError(
+            f"a process group already exists in this process with the {have} collective, and "
+            f"collective={wanted!r} was asked for",
+            "one process group per process: torch.distributed cannot start a second default group",
+            "leave collective= out to keep the existing group, or call "
+            "torch.distributed.destroy_process_group() first",
+        )
+    if env is None:
+        os.environ.setdefault("RANK", str(info.rank))
+        os.environ.setdefault("WORLD_SIZE", str(info.world_size))
+        if info.sources.get("local_rank", "unknown").split(":")[0] not in ("unknown", ""):
+            os.environ.setdefault("LOCAL_RANK", str(info.local_rank))
+    return have
 
 
 @frozen

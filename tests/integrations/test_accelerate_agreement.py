@@ -7,13 +7,17 @@ and mixed, with the spellings ``int()`` accepts), a subprocess runs the real
 
 - hwbackends sets ``ddp_backend`` exactly where Accelerate forms a process group;
 - ``TrainingArguments(**training_kwargs())`` works wherever ``TrainingArguments`` without
-  hwbackends works, and fails with the same error where it fails;
+  hwbackends works; where that fails for want of a rendezvous variable (MPI without
+  ``MASTER_ADDR``, a lone ``LOCAL_RANK``), ``training_kwargs()`` refuses with the fix
+  instead, and it refuses nowhere else but where a launch of several processes would train
+  each alone;
 - the rank and world size Accelerate starts the group with are ``detect_launch()``'s, except
   for the deliberate differences docs/reference/launchers.md lists.
 
-``torch.distributed.init_process_group`` is recorded and then given a one-rank group, so a
-set that asks for two ranks does not wait for a second process (tests/integrations/
-test_launchers.py starts real ones).
+``torch.distributed.init_process_group`` is recorded, checked for the variables torch's
+``env://`` rendezvous reads (as ``_env_rendezvous_handler`` raises), and then given a
+one-rank group, so a set that asks for two ranks does not wait for a second process
+(tests/integrations/test_launchers.py starts real ones).
 """
 
 from __future__ import annotations
@@ -61,9 +65,12 @@ BASE = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29999"}
 
 
 def grid() -> list[dict[str, str]]:
-    return [
+    full = [
         {**BASE, **a, **b, **c, **d} for a, b, c, d in itertools.product(LOCAL, TORCH, MPI, SLURM)
     ]
+    # without a rendezvous address: mpiexec/mpirun and a lone LOCAL_RANK export none
+    bare = [{**a, **c, **d} for a, c, d in itertools.product(LOCAL, MPI, SLURM)]
+    return full + bare
 
 
 RUNNER = r"""
@@ -81,6 +88,13 @@ real_init = dist.init_process_group
 
 def recording_init(backend=None, **kw):
     calls.append({"backend": backend, "rank": kw.get("rank"), "world": kw.get("world_size")})
+    if "init_method" not in kw and "store" not in kw:  # env://, as torch reads it
+        needed = [n for n, given in (("RANK", "rank"), ("WORLD_SIZE", "world_size"))
+                  if kw.get(given) is None] + ["MASTER_ADDR", "MASTER_PORT"]
+        for name in needed:
+            if not os.environ.get(name):
+                raise ValueError("Error initializing torch.distributed using env:// "
+                                 f"rendezvous: environment variable {name} expected, but not set")
     real_init(backend="gloo", store=HashStore(), rank=0, world_size=1)
 
 dist.init_process_group = recording_init
@@ -109,7 +123,7 @@ for case in json.load(sys.stdin):
     try:
         kw = training_kwargs()
     except Exception as exc:
-        kw = {"error": type(exc).__name__}
+        kw = {"error": type(exc).__name__, "message": str(exc)}
     try:
         info = detect_launch()
         launch = {"launcher": info.launcher, "rank": info.rank, "world": info.world_size}
@@ -121,7 +135,8 @@ for case in json.load(sys.stdin):
     os.environ.update(case)
     plain = attempt(lambda: TrainingArguments(output_dir=out_dir, use_cpu=True))
     os.environ.update(case)
-    ours = attempt(lambda: TrainingArguments(output_dir=out_dir, **kw))
+    ours = ({"refused": True} if "error" in kw
+            else attempt(lambda: TrainingArguments(output_dir=out_dir, **kw)))
     results.append({"case": case, "kwargs": kw, "launch": launch, "state": state,
                     "plain": plain, "ours": ours})
 json.dump(results, sys.stdout)
@@ -147,7 +162,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, object]
     )
     assert proc.returncode == 0, proc.stderr[-4000:]
     results: list[dict[str, object]] = json.loads(proc.stdout)
-    assert len(results) == len(grid()) == 300
+    assert len(results) == len(grid()) == 360
     return results
 
 
@@ -158,7 +173,7 @@ def test_ddp_backend_is_set_exactly_where_accelerate_forms_a_group(
     for r in outcomes:
         state, kw = r["state"], r["kwargs"]
         assert isinstance(state, dict) and isinstance(kw, dict)
-        if not state["ok"]:  # Accelerate itself refuses (int("x"), MASTER_ADDR rules)
+        if not state["ok"] or "error" in kw:  # Accelerate (int("x"), MASTER_ADDR) or we refuse
             continue
         if ("ddp_backend" in kw) != (state["group"] is not None):
             wrong.append(r)
@@ -172,6 +187,8 @@ def test_training_kwargs_never_break_what_works_without_them(
     for r in outcomes:
         plain, ours = r["plain"], r["ours"]
         assert isinstance(plain, dict) and isinstance(ours, dict)
+        if ours.get("refused"):
+            continue  # test_refusals_name_the_fix_exactly_where_training_would_break
         same_group = not ours["ok"] or (ours["group"] is None) == (plain["group"] is None)
         if plain["ok"] != ours["ok"] or plain.get("error") != ours.get("error") or not same_group:
             worse.append(r)
@@ -180,6 +197,33 @@ def test_training_kwargs_never_break_what_works_without_them(
     (minus_one,) = [r for r in outcomes if r["case"] == {**BASE, "LOCAL_RANK": "-1"}]
     assert minus_one["ours"] == {"ok": True, "group": None}
     assert "ddp_backend" not in minus_one["kwargs"]  # type: ignore[operator]
+
+
+_RENDEZVOUS = ("expected, but not set", "MASTER_ADDR` env was not set")
+
+
+def test_refusals_name_the_fix_exactly_where_training_would_break(
+    outcomes: list[dict[str, object]],
+) -> None:
+    """Under mpiexec/mpirun without MASTER_ADDR, or a lone LOCAL_RANK, TrainingArguments
+    fails in torch's env:// rendezvous: training_kwargs() refuses there, naming the fix; it
+    refuses elsewhere only where several launched processes would each train alone."""
+    refused, wrong = 0, []
+    for r in outcomes:
+        plain, kw, launch = r["plain"], r["kwargs"], r["launch"]
+        assert isinstance(plain, dict) and isinstance(kw, dict) and isinstance(launch, dict)
+        breaks = not plain["ok"] and any(m in plain["message"] for m in _RENDEZVOUS)
+        alone = plain["ok"] and plain["group"] is None and launch.get("world", 1) > 1
+        if "error" not in kw:
+            if breaks:
+                wrong.append(r)
+            continue
+        refused += 1
+        fix = "init_process_group()" in kw["message"] or "unset" in kw["message"]
+        if kw["error"] != "LaunchError" or not fix or not (breaks or alone):
+            wrong.append(r)
+    assert not wrong, json.dumps(wrong[:3], indent=1)
+    assert refused >= 20  # the grid really has sets that break
 
 
 def deliberate_difference(case: dict[str, str]) -> str | None:

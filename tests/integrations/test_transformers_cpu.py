@@ -127,7 +127,8 @@ def test_report_to_filtering_uses_limitations() -> None:
 
 def test_ddp_backend_only_under_a_launcher() -> None:
     assert "ddp_backend" not in training_kwargs(env=CPU_ONLY)
-    launched = {**CPU_ONLY, "LOCAL_RANK": "0", "WORLD_SIZE": "2"}
+    launched = {**CPU_ONLY, "RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2",
+                "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}  # fmt: skip
     assert training_kwargs(env=launched)["ddp_backend"] == "gloo"
     assert backend_name(env=CPU_ONLY) == "gloo"
 
@@ -174,8 +175,15 @@ def test_smoke_command_on_this_cpu() -> None:
         [sys.executable, "-m", "hwbackends", "env", "--json"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
-    kwargs = json.loads(rec.stdout)["settings"]["from_pretrained"]["kwargs"]
+    settings = json.loads(rec.stdout)["settings"]
+    kwargs = settings["from_pretrained"]["kwargs"]
     assert d["settings"] == {k: str(v) for k, v in kwargs.items()}
+    # the train step ran the training plan: fp32 master weights under mixed precision, and
+    # the TrainingArguments env recommends
+    tr = d["training"]
+    assert tr["precision"] in ("bf16-mixed", "fp16-mixed", "fp32")
+    assert tr["from_pretrained"]["dtype"] == tr["trained_dtype"] == "float32"
+    assert tr["training_arguments"] == settings["training_arguments"]["kwargs"]
     ex = d["exercised"]
     assert ex["attn_implementation"] == kwargs["attn_implementation"]
     assert ex["dtype"] == kwargs["dtype"]

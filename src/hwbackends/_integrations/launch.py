@@ -115,14 +115,16 @@ class LaunchInfo:
     process given ``RANK``/``WORLD_SIZE``), ``mpi`` (``mpirun``/``mpiexec``: Open MPI,
     MPICH/Intel MPI via PMI, MVAPICH), ``lsf`` (``jsrun``), ``slurm`` (an ``srun`` step),
     ``kubeflow`` (a PyTorchJob pod), ``tpu`` (a TPU pod host), ``sagemaker`` (a SageMaker
-    training host) or ``none`` (a single process, also a Slurm or LSF batch shell).
+    training host), ``process_group`` (a ``torch.distributed`` group that already exists in
+    this process) or ``none`` (a single process, also a Slurm or LSF batch shell).
     ``sources`` names the variable each value came from; docs/reference/launchers.md lists
     the order in which they are tried and why.
     """
 
     launcher: str
     """Which launcher started this process: ``"torchrun"``, ``"mpi"``, ``"lsf"``,
-    ``"slurm"``, ``"kubeflow"``, ``"tpu"``, ``"sagemaker"`` or ``"none"`` (see above)."""
+    ``"slurm"``, ``"kubeflow"``, ``"tpu"``, ``"sagemaker"``, ``"process_group"`` or
+    ``"none"`` (see above)."""
     rank: int
     """This process's global rank, from 0 to ``world_size - 1``."""
     world_size: int
@@ -490,14 +492,128 @@ def _checked(info: LaunchInfo) -> LaunchInfo:
     return info
 
 
-def _one_process(why: str) -> LaunchInfo:
-    return LaunchInfo("none", 0, 1, 0, 1, None, None, {"rank": why})
+def _one_process(why: str, e: Mapping[str, str]) -> LaunchInfo:
+    """One process; a ``LOCAL_RANK`` of its own (not -1) is its local rank, as
+    ``process_rank`` (and so the device choice) reads it."""
+    src = {"rank": why}
+    local = 0
+    local_size_or_none: int | None = 1
+    if "LOCAL_RANK" in e:
+        local = max(_int_var(e, "LOCAL_RANK", low=-1), 0)  # -1: "not launched"
+        if local:
+            src["local_rank"] = "LOCAL_RANK"
+            local_size_or_none = None  # a local rank above 0: other processes share the node
+    return LaunchInfo("none", 0, 1, local, local_size_or_none, None, None, src)
+
+
+def _existing_group(e: Mapping[str, str]) -> LaunchInfo | None:
+    """The process group this process already belongs to, read from torch.distributed.
+
+    Accelerate's ``debug_launcher`` and ``notebook_launcher``, or the script itself, may have
+    created it: its rank and world size are the truth, whatever the variables say
+    (``debug_launcher`` sets ``WORLD_SIZE`` and no ``RANK``). Only an imported
+    ``torch.distributed`` is asked: a process without torch has no group.
+    """
+    import sys
+
+    dist: Any = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return None
+    rank, world = int(dist.get_rank()), int(dist.get_world_size())
+    src = {
+        "rank": "torch.distributed.get_rank() of the existing process group",
+        "world_size": "torch.distributed.get_world_size() of the existing process group",
+    }
+    try:
+        named = _from_launcher(e)
+    except LaunchError:
+        named = None
+    if named is not None and (named.rank, named.world_size) == (rank, world):
+        # the launcher's variables describe the same group: keep its local rank and address
+        return LaunchInfo(
+            "process_group", rank, world, named.local_rank, named.local_world_size,
+            named.master_addr, named.master_port, {**named.sources, **src},
+        )  # fmt: skip
+    local = _parse_int(e.get("LOCAL_RANK", ""))
+    if local is not None and local >= 0:
+        src["local_rank"] = "LOCAL_RANK"
+    else:
+        local, src["local_rank"] = 0, "unknown: 0"
+    addr = _address(e, src)
+    port = _port_var(e, "MASTER_PORT") if e.get("MASTER_PORT", "").strip() else None
+    return LaunchInfo("process_group", rank, world, local, None, addr, port, src)
+
+
+def _torch_style(e: Mapping[str, str]) -> LaunchInfo | None:
+    """torchrun's RANK and WORLD_SIZE (or a Kubeflow pod's); a WORLD_SIZE alone is refused."""
+    if "RANK" in e and "WORLD_SIZE" in e:
+        if "PET_NNODES" in e and not any(k in e for k in _TORCHRUN_OWN):
+            return _kubeflow(e)
+        return _torchrun(e)
+    if "WORLD_SIZE" in e and _int_var(e, "WORLD_SIZE", low=1) > 1:
+        raise LaunchError(
+            f"WORLD_SIZE={e['WORLD_SIZE'].strip()} is set but RANK is not, so every process "
+            "would take rank 0 (Accelerate reads a missing RANK as 0)",
+            "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT together, as torchrun sets them",
+            "start the script with torchrun or accelerate launch, or unset WORLD_SIZE",
+        )
+    return None
+
+
+def _srun_pmi(e: Mapping[str, str]) -> bool:
+    """PMI_* that srun --mpi=pmi2 set for its own tasks: they agree with the step."""
+    return _parse_int(e["PMI_RANK"]) == _parse_int(e["SLURM_PROCID"]) and _parse_int(
+        e["PMI_SIZE"]
+    ) == _parse_int(e["SLURM_STEP_NUM_TASKS"])
+
+
+def _job_step(e: Mapping[str, str]) -> LaunchInfo | None:
+    """An MPI launcher, ``jsrun``, or an srun step, in that order."""
+    step = "SLURM_PROCID" in e and "SLURM_STEP_NUM_TASKS" in e
+    for rank_var, size_var in _MPI_WORLD:
+        if rank_var in e and size_var in e:
+            if step and rank_var == "PMI_RANK" and _srun_pmi(e):
+                return _slurm(e)  # the step says more
+            return _mpi(e, rank_var, size_var)
+    if "JSM_NAMESPACE_RANK" in e and "JSM_NAMESPACE_SIZE" in e:
+        return _lsf(e)
+    return _slurm(e) if step else None
+
+
+def _per_host_launch(e: Mapping[str, str]) -> LaunchInfo | None:
+    """One process per host: a Kubeflow pod given only PET_*, a TPU pod or SageMaker host."""
+    if "PET_NNODES" in e and "PET_NODE_RANK" in e:
+        return _kubeflow(e)
+    if "TPU_WORKER_ID" in e and "TPU_WORKER_HOSTNAMES" in e:
+        return _tpu(e)
+    if "SM_HOSTS" in e and "SM_CURRENT_HOST" in e:
+        return _sagemaker(e)
+    return None
+
+
+def _from_launcher(e: Mapping[str, str]) -> LaunchInfo:
+    """``detect_launch`` from the variables alone."""
+    found = _torch_style(e) or _job_step(e) or _per_host_launch(e)
+    if found is not None:
+        return found
+    if "SLURM_JOB_ID" in e or "SLURM_PROCID" in e:
+        return _one_process(
+            "a Slurm batch or salloc shell (no srun step: SLURM_STEP_NUM_TASKS is unset): "
+            "one process",
+            e,
+        )
+    if "LSB_JOBID" in e:
+        return _one_process("an LSF batch shell (no jsrun task: JSM_NAMESPACE_RANK is unset)", e)
+    return _one_process("no launcher: one process", e)
 
 
 def detect_launch(env: Mapping[str, str] | None = None) -> LaunchInfo:
     """Rank, world size, local rank and rendezvous address of this process under its launcher.
 
-    The process's own launcher wins over the allocation it runs in (docs/reference/
+    A process group this process already belongs to (``torch.distributed.is_initialized()``:
+    Accelerate's ``debug_launcher`` or ``notebook_launcher``, or the script's own) is the
+    truth when ``env`` is None: its rank and world size, launcher ``process_group``. Else the
+    process's own launcher wins over the allocation it runs in (docs/reference/
     launchers.md has the table and the sources):
 
     1. torchrun-style ``RANK`` and ``WORLD_SIZE`` (torchrun, ``accelerate launch``, also
@@ -512,14 +628,16 @@ def detect_launch(env: Mapping[str, str] | None = None) -> LaunchInfo:
     4. one process per host: a Kubeflow pod given only ``PET_*``, a TPU pod host
        (``TPU_WORKER_ID``, ``TPU_WORKER_HOSTNAMES``), a SageMaker host (``SM_HOSTS``,
        ``SM_CURRENT_HOST``);
-    5. anything else, a Slurm or LSF batch shell included, is one process.
+    5. anything else, a Slurm or LSF batch shell included, is one process; a ``LOCAL_RANK``
+       of its own (without ``RANK``/``WORLD_SIZE``) is its local rank, as the device choice
+       reads it.
 
     ``MASTER_ADDR``/``MASTER_PORT`` override the derived address and port. Values are read
     as ``int()`` reads them, as Accelerate does (`` 2`` is 2).
 
-    :param env: the environment to read, variable name -> value; None reads ``os.environ``.
-        Under ``jsrun`` without ``MASTER_ADDR``, the file ``LSB_DJOB_RANKFILE`` names is
-        read too.
+    :param env: the environment to read, variable name -> value; None reads ``os.environ``
+        (and an existing process group). Under ``jsrun`` without ``MASTER_ADDR``, the file
+        ``LSB_DJOB_RANKFILE`` names is read too.
     :raises LaunchError: when the launcher's variables are malformed or contradict each
         other (a value that is not a whole number, a rank not below the world size,
         ``WORLD_SIZE`` above 1 without ``RANK``, several processes and no rendezvous
@@ -527,45 +645,8 @@ def detect_launch(env: Mapping[str, str] | None = None) -> LaunchInfo:
     """
     import os
 
-    e = os.environ if env is None else env
-    if "RANK" in e and "WORLD_SIZE" in e:
-        if "PET_NNODES" in e and not any(k in e for k in _TORCHRUN_OWN):
-            return _kubeflow(e)
-        return _torchrun(e)
-    if "WORLD_SIZE" in e and _int_var(e, "WORLD_SIZE", low=1) > 1:
-        raise LaunchError(
-            f"WORLD_SIZE={e['WORLD_SIZE'].strip()} is set but RANK is not, so every process "
-            "would take rank 0 (Accelerate reads a missing RANK as 0)",
-            "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT together, as torchrun sets them",
-            "start the script with torchrun or accelerate launch, or unset WORLD_SIZE",
-        )
-    step = "SLURM_PROCID" in e and "SLURM_STEP_NUM_TASKS" in e
-    for rank_var, size_var in _MPI_WORLD:
-        if rank_var in e and size_var in e:
-            if (
-                step
-                and rank_var == "PMI_RANK"
-                and _parse_int(e["PMI_RANK"]) == _parse_int(e["SLURM_PROCID"])
-                and _parse_int(e["PMI_SIZE"]) == _parse_int(e["SLURM_STEP_NUM_TASKS"])
-            ):
-                break  # srun --mpi=pmi2 set PMI_* for its own tasks: the step says more
-            return _mpi(e, rank_var, size_var)
-    else:
-        if "JSM_NAMESPACE_RANK" in e and "JSM_NAMESPACE_SIZE" in e:
-            return _lsf(e)
-    if step:
-        return _slurm(e)
-    if "PET_NNODES" in e and "PET_NODE_RANK" in e:
-        return _kubeflow(e)
-    if "TPU_WORKER_ID" in e and "TPU_WORKER_HOSTNAMES" in e:
-        return _tpu(e)
-    if "SM_HOSTS" in e and "SM_CURRENT_HOST" in e:
-        return _sagemaker(e)
-    if "SLURM_JOB_ID" in e or "SLURM_PROCID" in e:
-        return _one_process(
-            "a Slurm batch or salloc shell (no srun step: SLURM_STEP_NUM_TASKS is unset): "
-            "one process"
-        )
-    if "LSB_JOBID" in e:
-        return _one_process("an LSF batch shell (no jsrun task: JSM_NAMESPACE_RANK is unset)")
-    return _one_process("no launcher: one process")
+    if env is None:
+        group = _existing_group(os.environ)
+        if group is not None:
+            return group
+    return _from_launcher(os.environ if env is None else env)

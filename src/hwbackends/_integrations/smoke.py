@@ -1,8 +1,9 @@
 """``hwbackends smoke``: prove the recommended settings on this machine with a tiny model.
 
 Builds a random causal LM from a config (no download), saves it, reloads it with
-``pretrained_kwargs()``, generates a few tokens, and runs one training step with
-``training_kwargs()``. Each step is timed.
+``pretrained_kwargs()``, generates a few tokens, then loads it again with the training plan
+(``training_plan()``: fp32 master weights under mixed precision) and runs one training step
+with its ``TrainingArguments``. Each step is timed.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class SmokeResult:
     timings_s: dict[str, float] = field(default_factory=dict)
     tokens: list[int] = field(default_factory=list)
     loss: float | None = None
+    #: The training plan the train step ran: its precision, ``from_pretrained`` and
+    #: ``TrainingArguments`` settings, and the dtype the trained weights really had.
+    training: dict[str, Any] = field(default_factory=dict)
     #: What was exercised beyond the load: ``use_kernels`` (kernelize run, layers given a hub
     #: kernel, layers kept on their own forward and why), the attention, the dtype.
     exercised: dict[str, Any] = field(default_factory=dict)
@@ -44,6 +48,7 @@ class SmokeResult:
             "timings_s": {k: round(v, 4) for k, v in self.timings_s.items()},
             "tokens": self.tokens,
             "loss": self.loss,
+            "training": self.training,
             "exercised": self.exercised,
         }
 
@@ -95,7 +100,7 @@ def run_smoke(
     log: Callable[[str], None] = print,
 ) -> SmokeResult:
     """Run every step; raises ``SmokeError`` naming the step that failed."""
-    from hwbackends.accelerate import training_kwargs
+    from hwbackends.accelerate import training_plan
     from hwbackends.transformers import plan_pretrained
 
     t0 = time.perf_counter()
@@ -153,9 +158,18 @@ def run_smoke(
                 pad_token_id=0,
             )
             result.tokens = [int(x) for x in out[0, ids.shape[1] :]]
-        targs = training_kwargs(backend=backend, env=env)
+        # training loads its own weights: fp32 master weights under mixed precision
+        setup = training_plan(backend=backend, env=env)
+        targs = setup.training_kwargs
+        shown = {k: str(v).removeprefix("torch.") for k, v in setup.pretrained_kwargs.items()}
+        result.training = {"precision": setup.precision, "from_pretrained": shown,
+                           "training_arguments": dict(targs)}  # fmt: skip
+        log(f"  training plan ({setup.precision}): from_pretrained("
+            + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")")  # fmt: skip
         log("  TrainingArguments(" + ", ".join(f"{k}={v}" for k, v in targs.items()) + ")")
         with _step(result, "train", log):
+            with _hub_offline():
+                model = AutoModelForCausalLM.from_pretrained(tmp, **setup.pretrained_kwargs)
             data = [
                 {"input_ids": torch.randint(0, 256, (16,)), "labels": torch.randint(0, 256, (16,))}
                 for _ in range(4)
@@ -174,6 +188,7 @@ def run_smoke(
             trainer.remove_callback(PrinterCallback)  # keep the report to our own lines
             out_train = trainer.train()
             result.loss = float(out_train.training_loss)
+            result.training["trained_dtype"] = str(model.dtype).removeprefix("torch.")
     log(f"  tokens {result.tokens}, training loss {result.loss:.4f}")
     return result
 

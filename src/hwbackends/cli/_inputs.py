@@ -232,6 +232,7 @@ def _report_env(args: argparse.Namespace) -> tuple[SelectionReport, dict[str, st
 
 def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]:
     """The recommended from_pretrained / TrainingArguments settings, without importing torch."""
+    from hwbackends._integrations.launch import LaunchError
     from hwbackends._integrations.rank import process_rank
     from hwbackends._selection.target import RankError, resolve_target
     from hwbackends.accelerate import plan_training
@@ -247,7 +248,15 @@ def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]
             "problem": str(exc),
         }
     pre = plan_for_target(target, torch_objects=False)
-    train = plan_training(backend=report.chosen, env=env, host=report.host)
+    try:
+        train = plan_training(backend=report.chosen, env=env, host=report.host)
+    except LaunchError as exc:  # TrainingArguments would fail here: the load still works
+        return {
+            "from_pretrained": pre.to_dict(),
+            "training_arguments": None,
+            "error": {"what": exc.what, "expected": exc.expected, "fix": exc.fix},
+            "problem": str(exc),
+        }
     return {"from_pretrained": pre.to_dict(), "training_arguments": train.to_dict()}
 
 

@@ -26,12 +26,17 @@ def _call(name: str, kwargs: dict[str, Any]) -> str:
 def render_settings(settings: dict[str, Any], st: _Style, view: _View) -> list[str]:
     pre, train = settings["from_pretrained"], settings["training_arguments"]
     lines = [st.bold("Recommended settings")]
-    if pre is None or train is None:  # no setting is right for this process: say why
+    if pre is None:  # no setting is right for this process: say why
         what = settings["error"]["what"].partition(":")[0]
         return lines + [
             st.red(x) for x in view.wrap(f"none for this process: {what} (see Warnings)", "  ")
         ]
     for call, plan in (("from_pretrained", pre), ("TrainingArguments", train)):
+        if plan is None:  # TrainingArguments would fail here: say why, the load stands
+            what = settings["error"]["what"].partition(":")[0]
+            text = f"{call}: none for this process: {what} (see Warnings)"
+            lines += [st.red(x) for x in view.wrap(text, "  ", "      ")]
+            continue
         lines += view.wrap(_call(call, plan["kwargs"]), "  ", "      ")
         for k, why in plan["reasons"].items():
             lines += [st.dim(x) for x in view.wrap_brief(f"{k}: {why}", "      ", "        ")]

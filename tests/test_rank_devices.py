@@ -231,7 +231,7 @@ def test_env_cli_with_local_rank_3_and_each_bad_value(capsys: pytest.CaptureFixt
     # a lone LOCAL_RANK: the load stands, TrainingArguments would fail (no RANK, no address)
     assert settings["training_arguments"] is None
     assert "unset LOCAL_RANK" in settings["error"]["fix"]
-    code, text, _ = run(capsys, "env", "--host", H100, *args)
+    code, text, _ = run_main(capsys, "env", "--host", H100, *args)
     assert "TrainingArguments: none for this process: LOCAL_RANK=3 is set without a launcher" in (
         " ".join(text.split())
     )

@@ -57,7 +57,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
             f"run `hwbackends devices{' ' + same if same else ''}` to list the physical indices "
             "and pick from them",
         ) from None
-    from hwbackends.distributed import bad_variable_names
+    from hwbackends._integrations.launch_steps import bad_variable_names
     from hwbackends.visibility import visibility_unset
 
     unset = [k for k in visibility_unset(backend) if k not in assignment]

@@ -210,3 +210,44 @@ def test_on_every_simulated_host_each_class_gets_an_attention_it_declares(host_f
             impl = plan.kwargs["attn_implementation"]
             assert facts.refusal(impl) is None, (name, impl)
             assert facts.class_name in plan.reasons["attn_implementation"]
+
+
+def test_a_hub_id_is_read_from_the_local_cache_only(tmp_path: Path) -> None:
+    # the cache layout huggingface_hub writes: refs/main names the snapshot
+    repo = tmp_path / "hub" / "models--hwbackends-test--tiny-oss"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text("0" * 40)
+    snap = repo / "snapshots" / ("0" * 40)
+    snap.mkdir(parents=True)
+    GptOssConfig(**TINY).save_pretrained(snap)
+    code = (
+        "from hwbackends.transformers import plan_pretrained\n"
+        "p = plan_pretrained(model='hwbackends-test/tiny-oss')\n"
+        "print(p.kwargs['attn_implementation'], p.model.class_name)\n"
+    )
+    env = {**CPU, "HF_HUB_CACHE": str(tmp_path / "hub"), "PATH": ""}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                         timeout=120)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["eager", "GptOssForCausalLM"]
+
+
+def test_seq2seq_and_encoder_models_get_settings_their_class_loads(tmp_path: Path) -> None:
+    from transformers import AutoModel, AutoModelForSeq2SeqLM, BertConfig, T5Config
+
+    t5 = T5Config(vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1, num_heads=2,
+                  decoder_start_token_id=0)  # fmt: skip
+    bert = BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                      intermediate_size=64)  # fmt: skip
+    for config, auto in ((t5, AutoModelForSeq2SeqLM), (bert, AutoModel)):
+        path = tmp_path / config.model_type
+        torch.manual_seed(0)
+        auto.from_config(config).save_pretrained(path)
+        kw = hwt.pretrained_kwargs(env=CPU, model=path)
+        facts = model_facts(path)
+        assert facts.refusal(kw["attn_implementation"]) is None
+        model: Any = auto.from_pretrained(path, **kw)
+        ids = torch.tensor([[1, 2, 3]])
+        extra = {"decoder_input_ids": ids} if auto is AutoModelForSeq2SeqLM else {}
+        model(input_ids=ids, **extra)
+        assert model.config._attn_implementation == kw["attn_implementation"]

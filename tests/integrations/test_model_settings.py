@@ -251,3 +251,24 @@ def test_seq2seq_and_encoder_models_get_settings_their_class_loads(tmp_path: Pat
         extra = {"decoder_input_ids": ids} if auto is AutoModelForSeq2SeqLM else {}
         model(input_ids=ids, **extra)
         assert model.config._attn_implementation == kw["attn_implementation"]
+
+
+def test_smoke_plans_for_the_model_it_loads(gpt_oss: Path) -> None:
+    from hwbackends._integrations.smoke import run_smoke
+
+    result = run_smoke(env=CPU, model=str(gpt_oss), log=lambda _line: None, new_tokens=2)
+    assert result.settings["attn_implementation"] == "eager"  # GPT-OSS refuses sdpa
+    assert result.exercised["attn_implementation"] == "eager"
+    assert "pass kernels=True" in result.exercised["use_kernels"]["why"]
+
+
+def test_smoke_kernel_message_is_true_for_the_device() -> None:
+    from hwbackends._integrations.smoke import _kernels_why
+
+    plan = plan_pretrained(env=CPU, kernels=False)
+    assert plan.kernels.device_key == "cpu"
+    # RMSNorm has no CPU kernel: Hub access would change nothing (74a0405 said it would)
+    why = _kernels_why([], ["model.norm (RMSNorm)"], plan)
+    assert "keep their own forward with or without Hub access" in why
+    why = _kernels_why([], ["model.layers.0.mlp (MegaBlocksMoeMLP)"], plan)
+    assert "a run with Hub access downloads 1 of them" in why

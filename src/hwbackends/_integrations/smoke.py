@@ -181,8 +181,10 @@ def _run(
     targs = training_kwargs(backend=backend, env=env)
     log("  TrainingArguments(" + ", ".join(f"{k}={v}" for k, v in targs.items()) + ")")
     with _step(result, "train", log):
+        # token ids inside the vocabulary of the model loaded (--model may be any size)
+        vocab = min(int(model.config.get_text_config().vocab_size or 256), 256)
         data = [
-            {"input_ids": torch.randint(0, 256, (16,)), "labels": torch.randint(0, 256, (16,))}
+            {"input_ids": torch.randint(0, vocab, (16,)), "labels": torch.randint(0, vocab, (16,))}
             for _ in range(4)
         ]
         args = TrainingArguments(

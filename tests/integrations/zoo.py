@@ -195,7 +195,7 @@ def run_type(model_type: str, *, train: bool = True) -> dict[str, Any]:
                 lambda: _forward(tmp, inference_settings(tmp))
             )
             if train:
-                row["default_train"], row["default_train_why"] = _leg(
+                row["default_train"], row["default_train_note"] = _leg(
                     lambda: _train(tmp, {}, {}, tmp + "/out-a")
                 )
 
@@ -203,7 +203,7 @@ def run_type(model_type: str, *, train: bool = True) -> dict[str, Any]:
                     kw, targs = training_settings(tmp)
                     return _train(tmp, kw, targs, tmp + "/out-b")
 
-                row["ours_train"], row["ours_train_why"] = _leg(ours_train)
+                row["ours_train"], row["ours_train_note"] = _leg(ours_train)
     row["seconds"] = round(time.perf_counter() - t0, 2)
     return row
 
@@ -214,5 +214,5 @@ def regressions(row: dict[str, Any]) -> list[str]:
     if row.get("default_load") and not row.get("ours_load"):
         out.append(f"{row['type']}: load+forward: {row['ours_attn']}")
     if row.get("default_train") and not row.get("ours_train"):
-        out.append(f"{row['type']}: train: {row['ours_train_why']}")
+        out.append(f"{row['type']}: train: {row['ours_train_note']}")
     return out

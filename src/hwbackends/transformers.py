@@ -10,16 +10,26 @@ import warnings
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from hwbackends._base.errors import QuantizationError, UnsupportedSettingError
-from hwbackends._base.record import frozen
+from hwbackends._base.errors import ModelError, QuantizationError, UnsupportedSettingError
+from hwbackends._base.record import frozen, replace
 from hwbackends._integrations.attention import (
-    _FLEX_REFUSED_ON,
     _attention_names,
+    _cannot_load,
+    _check_in_use,
+    _check_paged,
+    _check_refused,
     _hub_attention,
+    _missing,
+    _option_problem,
+    _registered_name,
+    _skipped_for_model,
     _trust_rule,
 )
+from hwbackends._integrations.dtype import _dtype_choice, _torch_dtype
+from hwbackends._integrations.model import ModelFacts, model_facts
 from hwbackends._integrations.placement import _device_map, _spread_caps
 from hwbackends._integrations.rank import process_rank
+from hwbackends._integrations.use_kernels import _kernels_choice
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -28,23 +38,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "KernelsStatus",
+    "ModelError",
+    "ModelFacts",
     "PretrainedPlan",
     "kernels_status",
+    "model_facts",
+    "pipeline_kwargs",
     "plan_pretrained",
     "pretrained_kwargs",
     "resolve_attention",
 ]
-
-_DTYPE_ALIASES = {
-    "bf16": "bfloat16",
-    "bfloat16": "bfloat16",
-    "fp16": "float16",
-    "float16": "float16",
-    "half": "float16",
-    "fp32": "float32",
-    "float32": "float32",
-    "float": "float32",
-}
 
 
 @frozen
@@ -106,10 +109,6 @@ def kernels_status(target: Target) -> KernelsStatus:
     return KernelsStatus(True, state.reason, key, tv, kv)
 
 
-def _missing(packages: tuple[str, ...], host: Host) -> list[str]:
-    return [p for p in packages if host.package(p) is None]
-
-
 def resolve_attention(
     caps: Capabilities,
     host: Host,
@@ -117,13 +116,20 @@ def resolve_attention(
     kernels: KernelsStatus,
     *,
     paged: bool = False,
+    model: ModelFacts | None = None,
+    training: bool = False,
+    hub: bool = True,
 ) -> tuple[str, str]:
     """The ``attn_implementation`` to use and why; never one that will fail to load or fail
-    in use.
+    in use on this device for ``model``.
 
     ``caps.attention`` is best-first; an option loads when its packages are installed and,
     for a hub kernel, when the kernels integration works. ``"auto"`` takes the first that
-    loads; an explicit name must be one of those, else ``UnsupportedSettingError``. A
+    loads, that ``model``'s class accepts (as Transformers' ``_check_and_adjust_attn_
+    implementation`` decides from the class's ``_supports_*`` flags) and that runs in use
+    (``training`` included); an explicit name must be one of those, else
+    ``UnsupportedSettingError``. Without ``model`` the answer is the device's alone (some
+    classes may refuse it: ``plan_pretrained`` leaves ``"auto"`` to Transformers then). A
     ``paged|eager`` is accepted only with ``paged=True`` (generation with a paged cache);
     other ``paged|`` names become the name without the prefix, as Transformers makes them.
 
@@ -136,59 +142,69 @@ def resolve_attention(
         hub-kernel option or id needs it.
     :param paged: True when the model will generate with a paged cache: only then is
         ``paged|eager`` accepted.
+    :param model: the model class's facts (``model_facts``); None: the device's answer alone.
+    :param training: True when the model will be trained (a backward pass must run).
+    :param hub: whether ``"auto"`` may take a hub-kernel option (Hub code): False unless the
+        user opted in to hub kernels.
     :returns: ``(attn_implementation, reason)``.
     :raises UnsupportedSettingError: when the requested name cannot load or run here.
     """
-    # Transformers keeps the prefix only for paged|eager (modeling_utils.py,
-    # _check_and_adjust_attn_implementation) and strips it elsewhere (handled below).
-    if requested == "paged|eager" and not paged:
-        plain = requested.removeprefix("paged|")
-        raise UnsupportedSettingError(
-            f"attn_implementation={requested!r} loads, but an ordinary forward or generate() "
-            'raises "called without a paged attention cache" (transformers '
-            "integrations/eager_paged.py): paged| implementations serve only generation with "
-            "a paged cache (continuous batching, generate_batch)",
-            f"{plain!r} for ordinary use, or paged=True when you generate with a paged cache",
-            f"pass attention={plain!r}, or paged=True",
-        )
+    _check_paged(requested, paged)
+    _check_refused(caps, requested)
+    if requested != "auto":
+        _check_in_use(caps, requested, model, training)
     loadable: list[str] = []
     why_not: dict[str, str] = {}
-    refused = caps.refused_attention
-    if requested in refused:
-        works = ", ".join(o.name for o in caps.attention if o.name not in refused)
-        raise UnsupportedSettingError(
-            f"attn_implementation={requested!r} cannot load on {caps.arch or caps.device_type} "
-            f"({caps.backend}): {refused[requested]}",
-            f"one of {works}",
-            "pick one of those, or use attention='auto'",
-        )
     for opt in caps.attention:
-        if opt.name in refused:
-            continue  # the plugin lists it and refuses it: the refusal wins
-        missing = _missing(opt.packages, host)
-        if missing:
-            why_not.setdefault(opt.name, f"needs {', '.join(missing)} installed")
-            continue
-        if opt.hub_kernel and not kernels.available:
-            why_not.setdefault(opt.name, f"hub kernel {opt.hub_kernel}: {kernels.reason}")
+        why = _option_problem(opt, caps, host, kernels, requested, model, training, hub)
+        if why is not None:
+            why_not.setdefault(opt.name, why)
             continue
         if requested in ("auto", opt.name):
             via = f" through hub kernel {opt.hub_kernel}" if opt.hub_kernel else ""
             note = f" ({opt.note})" if opt.note else ""
             rule = "best available" if requested == "auto" else "requested"
-            return opt.name, f"{rule} on {caps.arch or caps.device_type}{via}{note}"
+            for_model = f" that {model.class_name} supports" if model is not None else ""
+            skipped = _skipped_for_model(why_not) if model is not None else ""
+            return (
+                opt.name,
+                f"{rule}{for_model} on {caps.arch or caps.device_type}{via}{note}{skipped}",
+            )
         loadable.append(opt.name)
     if requested == "auto":  # every option failed: only possible with a malformed table
         raise UnsupportedSettingError(
             f"no attention implementation of the {caps.backend} backend can load here",
             "at least sdpa or eager in the backend's attention table",
         )
-    where = f"{caps.arch or caps.device_type} ({caps.backend})"
+    return _explicit_attention(
+        caps, host, requested, kernels, paged, model, training, why_not, loadable
+    )
+
+
+def _explicit_attention(
+    caps: Capabilities,
+    host: Host,
+    requested: str,
+    kernels: KernelsStatus,
+    paged: bool,
+    model: ModelFacts | None,
+    training: bool,
+    why_not: Mapping[str, str],
+    loadable: list[str],
+) -> tuple[str, str]:
+    """A name that is not one of the device's loadable options: a paged| alias, a hub
+    kernel id, or another name Transformers registers; else the refusal with its cause."""
     if requested.startswith("paged|") and requested != "paged|eager":
         # Transformers strips the prefix with a FutureWarning (modeling_utils.py,
         # _check_and_adjust_attn_implementation); the stripped name is what loads cleanly.
         impl, why = resolve_attention(
-            caps, host, requested.removeprefix("paged|"), kernels, paged=paged
+            caps,
+            host,
+            requested.removeprefix("paged|"),
+            kernels,
+            paged=paged,
+            model=model,
+            training=training,
         )
         return impl, (
             f"{why}; {requested!r} became {impl!r}: Transformers only keeps the paged| prefix "
@@ -202,31 +218,8 @@ def resolve_attention(
             f"hub kernel {requested} as requested; {_trust_rule(requested)}"
         )
     if requested in _attention_names(tables) and "flash" not in requested:
-        # Registered in Transformers and not a flash variant (those need the device's table
-        # above): Transformers' only device rule for them is flex_attention refusing TPU.
-        if requested == "flex_attention" and caps.device_type in _FLEX_REFUSED_ON:
-            raise UnsupportedSettingError(
-                f"attn_implementation='flex_attention' cannot load on {where}: Transformers "
-                "refuses flex_attention on TPU (is_torch_flex_attn_available)",
-                "sdpa or eager",
-                "use attention='auto'",
-            )
-        why = (
-            f"requested; registered in Transformers' AttentionInterface (not one of the "
-            f"{caps.backend} backend's measured options, so not chosen by 'auto')"
-        )
-        if requested.startswith("paged|"):
-            why += "; for generation with a paged cache, as asked (paged=True)"
-        return requested, why
-    known = why_not.get(requested)
-    works = ", ".join(
-        dict.fromkeys(loadable + [o.name for o in caps.attention if o.name not in why_not])
-    )
-    what = (
-        f"attn_implementation={requested!r} cannot load on {caps.arch or caps.device_type} "
-        f"({caps.backend})" + (f": {known}" if known else ": this device does not support it")
-    )
-    raise UnsupportedSettingError(what, f"one of {works}", "pick one of those, or use 'auto'")
+        return requested, _registered_name(caps, requested)
+    raise _cannot_load(caps, host, requested, why_not, loadable)
 
 
 def _normalise_quant(q: Any) -> tuple[str, Any]:
@@ -272,20 +265,12 @@ def _preflight(caps: Capabilities, host: Host, q: Any) -> tuple[QuantSupport, li
     return support, notes
 
 
-def _torch_dtype(name: str) -> Any:
-    try:
-        import torch
-    except ImportError:
-        return name  # from_pretrained also takes the dtype's name
-    return getattr(torch, name)
-
-
 def _loads_everywhere(
-    impl: str, spread: list[Capabilities], host: Host, kstat: KernelsStatus, paged: bool = False
+    impl: str, spread: list[Capabilities], host: Host, ask: _AttentionAsk
 ) -> bool:
     for c in spread:
         try:
-            resolve_attention(c, host, impl, kstat, paged=paged)
+            _resolve(c, host, impl, ask)
         except UnsupportedSettingError:
             return False
     return True
@@ -317,6 +302,8 @@ class PretrainedPlan:
     quantization: QuantSupport | None = None
     """What the backend says of the quantization method asked for (status, reason, packages);
     None when none was."""
+    model: ModelFacts | None = None
+    """The facts of the model class planned for (``model=``); None when none was given."""
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-able data: a ``torch.dtype`` shown as its name, other objects (a
@@ -329,6 +316,7 @@ class PretrainedPlan:
             "warnings": list(self.warnings),
             "kernels": self.kernels.to_dict(),
             "quantization": self.quantization.to_dict() if self.quantization else None,
+            "model": self.model.to_dict() if self.model else None,
         }
 
 
@@ -349,6 +337,8 @@ def plan_pretrained(
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
     paged: bool = False,
+    model: Any = None,
+    purpose: str = "inference",
 ) -> PretrainedPlan:
     """Every ``from_pretrained`` setting for this hardware, with the reason for each.
 
@@ -366,8 +356,11 @@ def plan_pretrained(
     :param env: the environment to read; None: ``os.environ`` (or a simulated host's ``env``).
     :param host: the machine to plan for; None: ``HWBACKENDS_HOST``'s file, else this one.
     :param paged: True when the model will generate with a paged cache.
+    :param model: the model to plan for (``pretrained_kwargs``'s ``model``); None: none.
+    :param purpose: ``"inference"`` or ``"training"`` (``pretrained_kwargs``'s ``purpose``).
     :raises UnsupportedSettingError: when ``attention``, ``dtype`` or ``kernels`` cannot work
         here, or is not a value it takes.
+    :raises ModelError: when ``model`` names no model Transformers resolves without a download.
     :raises QuantizationError: when ``quantization`` would fail here.
     :raises RankError: when this process's local rank has no visible device.
     """
@@ -380,7 +373,17 @@ def plan_pretrained(
         dtype=dtype,
         torch_objects=True,
         paged=paged,
+        model=model,
+        purpose=purpose,
     )
+
+
+_TRAINING_DTYPE = (
+    "float32: weights to train stay fp32, the master copy under bf16/fp16 mixed precision "
+    "(fp16 weights under fp16 AMP fail in GradScaler.unscale_: 'Attempting to unscale FP16 "
+    "gradients'); hwbackends.accelerate.training_plan() plans the load and the training "
+    "together, and pure bf16 on request"
+)
 
 
 def plan_for_target(
@@ -392,121 +395,115 @@ def plan_for_target(
     dtype: Any = "auto",
     torch_objects: bool = True,
     paged: bool = False,
+    model: Any = None,
+    purpose: str = "inference",
 ) -> PretrainedPlan:
     """``plan_pretrained`` for a resolved target; ``torch_objects=False`` keeps dtype a name
     (the CLI uses that to avoid importing torch)."""
-    caps = t.caps
-    reasons: dict[str, str] = {}
-    notes: list[str] = []
-    kwargs: dict[str, Any] = {}
     if not isinstance(attention, str):
         raise UnsupportedSettingError(
             f"attention={attention!r} is not an attn_implementation name",
             "'auto' or a name such as 'sdpa' or 'flash_attention_2'",
             "pass attention='auto' (the default) or a name",
         )
-
-    kwargs["device_map"], reasons["device_map"] = _device_map(t)
-    # With device_map="auto" the model spans every visible device: each setting must work on
-    # all of them (a 3090 next to an H100 gets neither FA3 nor a dtype only one runs).
-    spread = _spread_caps(t) if kwargs["device_map"] == "auto" else [caps]
-    if (
-        kwargs["device_map"] != "auto"
-        and t.device is not None
-        and kwargs["device_map"] not in ("cpu", t.device.torch_device)
-    ):  # the explicit device is not the primary one (an iGPU came first)
-        chosen = next(d for d in t.devices if d.torch_device == kwargs["device_map"])
-        caps = t.capabilities_of(chosen)
-        spread = [caps]
-
-    if dtype == "auto":
-        name = caps.load_dtype
-        src = caps.sources.get("inference_dtype") or caps.sources.get("training_precision")
-        reasons["dtype"] = f"{name}: {src or 'capability table'}"
-        if any(c.load_dtype != name for c in spread):
-            name = next(
-                d for d in ("bfloat16", "float16", "float32")
-                if all(d == c.load_dtype or (d != "bfloat16" and d in c.dtypes) for c in spread)
-            )  # fmt: skip
-            archs = ", ".join(sorted({c.arch or c.device_type for c in spread}))
-            reasons["dtype"] = f"{name}: the one dtype every visible device runs well ({archs})"
-    else:
-        raw = str(dtype).removeprefix("torch.")
-        name = _DTYPE_ALIASES.get(raw, "")
-        if not name:
-            raise UnsupportedSettingError(
-                f"dtype={dtype!r} is not a floating dtype hwbackends knows",
-                "'auto', 'bfloat16', 'float16', 'float32' or the torch dtype",
-            )
-        # with device_map="auto" the weights land on every visible device: each must run it
-        for c in spread:
-            if name not in c.dtypes:
-                common = [d for d in c.dtypes if all(d in o.dtypes for o in spread)]
-                raise UnsupportedSettingError(
-                    f"dtype {name} does not run on {c.arch or c.device_type} ({t.name})"
-                    + (", one of the visible devices the model spans" if len(spread) > 1 else ""),
-                    f"one of {', '.join(common or c.dtypes)}",
-                    "use dtype='auto'"
-                    + (", or name one device with device=N" if len(spread) > 1 else ""),
-                )
-        reasons["dtype"] = f"{name}: requested"
-    kwargs["dtype"] = _torch_dtype(name) if torch_objects else name
-
-    kstat = kernels_status(t)
-    impl, reasons["attn_implementation"] = resolve_attention(
-        caps, t.host, attention, kstat, paged=paged
-    )
-    if len(spread) > 1 and not _loads_everywhere(impl, spread, t.host, kstat, paged):
-        if attention != "auto":
-            resolve_attention(
-                next(c for c in spread if not _loads_everywhere(impl, [c], t.host, kstat, paged)),
-                t.host,
-                attention,
-                kstat,
-                paged=paged,
-            )  # raises, naming the device
-        impl = next(
-            o.name for o in caps.attention if _loads_everywhere(o.name, spread, t.host, kstat)
-        )
-        reasons["attn_implementation"] = (
-            f"{impl}: the best implementation that loads on every visible device "
-            f"({', '.join(sorted({c.arch or c.device_type for c in spread}))})"
-        )
-    kwargs["attn_implementation"] = impl
-
-    if kernels is True or kernels == "auto":
-        if kstat.available and kstat.device_key:
-            kwargs["use_kernels"] = True
-            reasons["use_kernels"] = (
-                f"hub kernels for device key {kstat.device_key!r}: {kstat.reason}; they help "
-                "prefill and large batches, measure before relying on them for small-batch "
-                "decoding"
-            )
-            # No KernelConfig is passed: Transformers' default mapping already selects the
-            # entries of this device key, and a config naming layers the model lacks is
-            # rejected by KernelConfig.sanitize_kernel_mapping. caps.kernel_layers lists them.
-        elif kernels is True:
-            raise UnsupportedSettingError(
-                f"use_kernels was requested but cannot work here: {kstat.reason}",
-                "a backend with a kernels device key and a coherent transformers/kernels pair",
-                "install a kernels release that transformers accepts, or pass kernels=False",
-            )
-        else:
-            reasons["use_kernels"] = f"not enabled: {kstat.reason}"
-    elif kernels is not False:
+    if kernels not in (True, False, "auto"):
         raise UnsupportedSettingError(f"kernels={kernels!r}", "'auto', True or False")
-
+    if purpose not in ("inference", "training"):
+        raise UnsupportedSettingError(
+            f"purpose={purpose!r} is not a purpose hwbackends plans for",
+            "'inference' or 'training'",
+            "pass purpose='training' when the model will be trained, else leave it out",
+        )
+    training = purpose == "training"
+    facts = None if model is None else model_facts(model)
+    reasons: dict[str, str] = {}
+    kwargs: dict[str, Any] = {}
+    kwargs["device_map"], reasons["device_map"] = _device_map(t)
+    caps, spread = _placement_caps(t, kwargs["device_map"])
+    name, reasons["dtype"] = _dtype_choice(t, caps, spread, dtype)
+    if training and dtype == "auto":  # the device's half type would train with no fp32 copy
+        name, reasons["dtype"] = "float32", _TRAINING_DTYPE
+    kwargs["dtype"] = _torch_dtype(name) if torch_objects else name
+    kstat = kernels_status(t)
+    choice = _AttentionAsk(attention, kstat, paged, facts, training, hub=kernels is True)
+    impl, reasons["attn_implementation"] = _attention_choice(t, caps, spread, choice)
+    if impl is not None:
+        kwargs["attn_implementation"] = impl
+    _kernels_choice(t, caps, kstat, kernels, facts, kwargs, reasons)
+    notes: list[str] = []
     support = None
     if quantization is not None:
-        support, qnotes = _preflight(caps, t.host, quantization)
-        notes += qnotes
+        support, notes = _preflight(caps, t.host, quantization)
         _, config = _normalise_quant(quantization)
         if config is not None:
             kwargs["quantization_config"] = config
         reasons["quantization"] = f"{support.status}: {support.reason}"
     for n in notes:
         warnings.warn(n, UserWarning, stacklevel=3)
-    return PretrainedPlan(kwargs, t.name, t.device, reasons, tuple(notes), kstat, support)
+    plan = PretrainedPlan(kwargs, t.name, t.device, reasons, tuple(notes), kstat, support)
+    return replace(plan, model=facts) if facts is not None else plan
+
+
+def _placement_caps(t: Target, device_map: Any) -> tuple[Capabilities, list[Capabilities]]:
+    """The capabilities leading the choices, and those of every device the model spans."""
+    caps = t.caps
+    # With device_map="auto" the model spans every visible device: each setting must work on
+    # all of them (a 3090 next to an H100 gets neither FA3 nor a dtype only one runs).
+    spread = _spread_caps(t) if device_map == "auto" else [caps]
+    if (
+        device_map != "auto"
+        and t.device is not None
+        and device_map not in ("cpu", t.device.torch_device)
+    ):  # the explicit device is not the primary one (an iGPU came first)
+        chosen = next(d for d in t.devices if d.torch_device == device_map)
+        caps = t.capabilities_of(chosen)
+        spread = [caps]
+    return caps, spread
+
+
+@frozen
+class _AttentionAsk:
+    """What the attention choice is asked for, as ``resolve_attention`` takes it."""
+
+    requested: str
+    kernels: KernelsStatus
+    paged: bool
+    model: ModelFacts | None
+    training: bool
+    hub: bool
+
+
+def _resolve(c: Capabilities, host: Host, impl: str, ask: _AttentionAsk) -> tuple[str, str]:
+    a = ask
+    return resolve_attention(
+        c, host, impl, a.kernels, paged=a.paged, model=a.model, training=a.training, hub=a.hub
+    )
+
+
+def _attention_choice(
+    t: Target, caps: Capabilities, spread: list[Capabilities], ask: _AttentionAsk
+) -> tuple[str | None, str]:
+    """The ``attn_implementation`` (None: left to Transformers) and why."""
+    impl, why = _resolve(caps, t.host, ask.requested, ask)
+    if ask.requested == "auto" and ask.model is None:
+        # Without the class, any name some installed class refuses would be worse than
+        # nothing: Transformers' own default (sdpa where the class supports it, else eager)
+        # never fails to load.
+        return None, (
+            "left to Transformers: it takes sdpa where the model class supports it, else "
+            f"eager; this device's best is {impl} ({why}); pass model= (a folder, config, "
+            "class or cached hub id) to choose for the class"
+        )
+    if len(spread) == 1 or _loads_everywhere(impl, spread, t.host, ask):
+        return impl, why
+    if ask.requested != "auto":
+        bad = next(c for c in spread if not _loads_everywhere(impl, [c], t.host, ask))
+        _resolve(bad, t.host, ask.requested, ask)  # raises, naming the device
+    impl = next(o.name for o in caps.attention if _loads_everywhere(o.name, spread, t.host, ask))
+    return impl, (
+        f"{impl}: the best implementation that loads on every visible device "
+        f"({', '.join(sorted({c.arch or c.device_type for c in spread}))})"
+    )
 
 
 def pretrained_kwargs(
@@ -520,12 +517,15 @@ def pretrained_kwargs(
     env: Mapping[str, str] | None = None,
     host: Host | None = None,
     paged: bool = False,
+    model: Any = None,
+    purpose: str = "inference",
 ) -> dict[str, Any]:
     """Keyword arguments for ``AutoModel*.from_pretrained`` on this hardware.
 
-    ``device_map``, ``dtype`` and ``attn_implementation`` always; ``use_kernels`` where hub
-    kernels can work; ``quantization_config`` when a config was
-    given and passed the pre-flight check. See ``plan_pretrained`` for the reasons.
+    ``device_map`` and ``dtype`` always; ``attn_implementation`` when ``model`` is given (one
+    its class supports) or one was asked for; ``use_kernels`` only on opt-in
+    (``kernels=True``); ``quantization_config`` when a config was given and passed the
+    pre-flight check. See ``plan_pretrained`` for the reasons.
 
     :param backend: the backend to plan for. None: the one selected here (as
         ``hwbackends.explain()`` reports it). A name (``"cuda"``, any case): that backend, which
@@ -542,23 +542,31 @@ def pretrained_kwargs(
         ``hwbackends.explain().devices``): the same, for that device. A local rank past the
         visible devices raises ``RankError``; an index out of range, or another type
         (``"cuda:0"``, ``True``), raises ``HwBackendsError``.
-    :param attention: the ``attn_implementation``. ``"auto"``: the first option of the device's
-        capability table (``capabilities().attention``, best first) that loads here: its
-        packages installed and, for a hub kernel, the kernels integration working; with
-        ``device_map="auto"``, the first that loads on every visible device. An explicit name is
-        checked as Transformers checks it, on each device the model spans: an option of that
-        table is taken when it loads; another name Transformers registers, not a flash variant
-        (``flex_attention``, refused on TPU; names added with ``AttentionInterface.register``),
-        is passed on; a hub kernel id ``org/repo[@revision][:function]`` needs a repository id
+    :param attention: the ``attn_implementation``. ``"auto"`` with ``model``: the first option
+        of the device's capability table (``capabilities().attention``, best first) that loads
+        here (its packages installed; a hub kernel only with ``kernels=True`` and the kernels
+        integration working), that the model's class supports and that runs in use for
+        ``purpose``; with ``device_map="auto"``, the first that does so on every visible
+        device. ``"auto"`` without ``model``: left to Transformers (see ``model``). An explicit
+        name is checked as Transformers checks it, on each device the model spans: an option of
+        that table is taken when it loads; another name Transformers registers, not a flash
+        variant (``flex_attention``, refused on TPU; names added with
+        ``AttentionInterface.register``), is passed on unless it fails in use (flex attention:
+        the backward pass on CPU/MPS when training, attention sinks on CPU); a name ``model``'s
+        class refuses raises; a hub kernel id ``org/repo[@revision][:function]`` needs a
+        repository id
         the Hub accepts, a build for the device's kernels key and the kernels integration
         working; ``paged|eager`` needs ``paged=True``, and another ``paged|<name>`` is planned
         as ``<name>``. A name the backend refuses, one that cannot load, any other string, or
         a value that is not a string (``None``) raises ``UnsupportedSettingError``.
     :param kernels: whether to set ``use_kernels=True`` (Transformers swaps the layers of
-        ``capabilities().kernel_layers`` for hub kernels). ``"auto"``: set when hub kernels can
-        work here (see ``kernels_status``: a kernels device key, a ``kernels`` release the host's
-        Transformers accepts, the Hub not offline), else left out with the reason. ``True``: the
-        same, but raises ``UnsupportedSettingError`` when they cannot work. ``False``: never set.
+        ``capabilities().kernel_layers`` for hub kernels, fetched and run from the Hub).
+        ``"auto"``: never set (Hub code runs only on opt-in); the reason says what it would do
+        and how to opt in, and hub-kernel attention options are not chosen. ``True``: set when
+        hub kernels can work here (see ``kernels_status``: a kernels device key, a ``kernels``
+        release the host's Transformers accepts, the Hub not offline) and ``model``'s class (or,
+        without one, the device) has a layer they map, else ``UnsupportedSettingError``; the
+        hub-kernel attention options become choosable. ``False``: never set.
         Any other value (``None``, ``1``, ``"yes"``) raises ``UnsupportedSettingError``. It does
         not change ``attention``: hub-kernel attention depends on the integration alone.
     :param quantization: the quantization to check before anything is downloaded. None: none.
@@ -588,8 +596,26 @@ def pretrained_kwargs(
         one). None: the host file ``HWBACKENDS_HOST`` names, else this machine.
     :param paged: True when the model will generate with a paged cache (continuous batching,
         ``generate_batch``): only then is ``paged|eager`` accepted.
+    :param model: the model ``from_pretrained`` will load, so the attention is one its class
+        supports in the installed Transformers (its ``_supports_sdpa`` / ``_supports_flash_attn``
+        / ``_supports_flex_attn`` flags and ``_compatible_flash_implementations``, which
+        ``_check_and_adjust_attn_implementation`` reads) and ``use_kernels`` is set only for
+        a class with a layer the installed kernels map here. A local folder ``save_pretrained``
+        wrote, a ``PretrainedConfig``, a ``PreTrainedModel`` subclass, or a hub id already in
+        the local cache (read with ``local_files_only``: nothing is downloaded); the class is
+        the config's ``architectures``, else the causal-LM, seq2seq or base Auto mapping of its
+        ``model_type``. None: no ``attn_implementation`` is set for ``"auto"`` (Transformers'
+        default, sdpa where the class supports it, else eager, is what never fails to load),
+        and the reason names the device's best.
+    :param purpose: ``"inference"`` (default) or ``"training"``: training also refuses what
+        fails in the backward pass (flex attention on CPU and MPS, flex with attention
+        dropout), and ``dtype="auto"`` loads float32 weights (the master copy under mixed
+        precision; ``hwbackends.accelerate.training_plan`` plans load and training together).
+        Any other value raises ``UnsupportedSettingError``.
     :raises UnsupportedSettingError: when ``attention``, ``dtype`` or ``kernels`` cannot work
         here, or is not a value it takes.
+    :raises ModelError: when ``model`` is not a model folder, names a model type the installed
+        Transformers does not know, or is a hub id that is not in the local cache.
     :raises QuantizationError: when ``quantization`` would fail here.
     :raises RankError: when this process's local rank is not a number, is negative, or has no
         visible device.
@@ -607,4 +633,57 @@ def pretrained_kwargs(
         env=env,
         host=host,
         paged=paged,
+        model=model,
+        purpose=purpose,
     ).kwargs
+
+
+def pipeline_kwargs(
+    *,
+    model: Any = None,
+    backend: str | Backend | None = None,
+    device: Device | int | None = None,
+    attention: str = "auto",
+    kernels: bool | str = "auto",
+    quantization: Any = None,
+    dtype: Any = "auto",
+    env: Mapping[str, str] | None = None,
+    host: Host | None = None,
+) -> dict[str, Any]:
+    """Keyword arguments for ``transformers.pipeline`` on this hardware.
+
+    ``pipeline()`` takes ``device_map`` and ``dtype`` itself, and hands the model's own
+    settings to ``from_pretrained`` only through ``model_kwargs``: an ``attn_implementation``
+    passed to it directly is dropped without a warning. So ``attn_implementation``,
+    ``use_kernels`` and ``quantization_config`` go into ``model_kwargs``::
+
+        path = "path/to/model"
+        pipe = pipeline("text-generation", model=path, **pipeline_kwargs(model=path))
+
+    Every parameter means what it means for ``pretrained_kwargs``; so do the errors.
+
+    :param model: the model the pipeline will load (``pretrained_kwargs``'s ``model``).
+    :param backend: the backend to plan for.
+    :param device: the device to load onto.
+    :param attention: ``"auto"`` or the ``attn_implementation`` asked for.
+    :param kernels: ``"auto"``, True or False (``use_kernels`` only with True).
+    :param quantization: a method name or a quantization config to check, or None.
+    :param dtype: ``"auto"``, or the weights' dtype.
+    :param env: the environment to read; None: ``os.environ``.
+    :param host: the machine to plan for; None: this one (or ``HWBACKENDS_HOST``'s file).
+    """
+    kw = pretrained_kwargs(
+        model=model,
+        backend=backend,
+        device=device,
+        attention=attention,
+        kernels=kernels,
+        quantization=quantization,
+        dtype=dtype,
+        env=env,
+        host=host,
+    )
+    out: dict[str, Any] = {"device_map": kw.pop("device_map"), "dtype": kw.pop("dtype")}
+    if kw:
+        out["model_kwargs"] = kw
+    return out

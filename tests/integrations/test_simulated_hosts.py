@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from coretest import dtype_text
+from transformers import LlamaForCausalLM
 
 from hwbackends import Host, QuantizationError
 from hwbackends._selection.registry import Registry, Settings
@@ -18,6 +19,7 @@ from hwbackends.transformers import plan_pretrained
 
 PLUGINS = Path(__file__).resolve().parents[2] / "plugins"
 AUTO, BF16, FP16, FP32 = "auto", "bfloat16", "float16", "float32"
+LLAMA = LlamaForCausalLM  # a class that supports sdpa, flash and flex attention
 
 # host file -> (backend, device_map, dtype, attn_implementation, use_kernels,
 #               TrainingArguments kwargs, collective). use_kernels needs a kernels device key
@@ -71,7 +73,8 @@ def test_settings_for_simulated_host(case: str) -> None:
     env = dict(h.env or {})
     report = Registry().select(env, h, Settings.from_env(env))
     assert report.chosen == backend, report.status(backend).reason
-    plan = plan_pretrained(host=h, env=env)
+    # for a Llama (sdpa, flash and flex), with hub kernels opted in where they can work
+    plan = plan_pretrained(host=h, env=env, model=LLAMA, kernels=True if kernels else "auto")
     assert plan.backend == backend
     kw = {k: str(v).removeprefix("torch.") for k, v in plan.kwargs.items()}
     expected = {"device_map": device_map, "dtype": dtype, "attn_implementation": attn}
@@ -79,6 +82,10 @@ def test_settings_for_simulated_host(case: str) -> None:
         expected["use_kernels"] = "True"
     assert kw == expected
     assert plan.kernels.available is kernels
+    # by default: no hub code, and no attention some model class would refuse
+    default = plan_pretrained(host=h, env=env)
+    assert "use_kernels" not in default.kwargs and "attn_implementation" not in default.kwargs
+    assert "only on opt-in (pass kernels=True)" in default.reasons["use_kernels"]
     assert training_kwargs(host=h, env=env) == targs
     assert backend_name(host=h, env=env) == collective
     torchrun = {"RANK": "0", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
@@ -97,11 +104,11 @@ def test_hub_fallback_matches_the_installed_transformers_table() -> None:
     from transformers.modeling_flash_attention_utils import FLASH_ATTN_KERNEL_FALLBACK
 
     h = host_of("cuda/mixed-4-unknown-order")
-    plan = plan_pretrained(host=h, env={})
+    plan = plan_pretrained(host=h, env={}, model=LLAMA, kernels=True)
     repo = FLASH_ATTN_KERNEL_FALLBACK["flash_attention_2"]  # CUDA branch on this CPU torch
     assert f"through hub kernel {repo}" in plan.reasons["attn_implementation"]
     # offline, the hub fallback is not offered: sdpa loads instead, and says why
-    offline = plan_pretrained(host=h, env={"HF_HUB_OFFLINE": "1"})
+    offline = plan_pretrained(host=h, env={"HF_HUB_OFFLINE": "1"}, model=LLAMA)
     assert offline.kwargs["attn_implementation"] == "sdpa"
     assert "use_kernels" not in offline.kwargs
     assert offline.kernels.reason == "hub kernels cannot be fetched: HF_HUB_OFFLINE is set"
@@ -130,7 +137,7 @@ def test_mixed_generations_choose_what_every_device_runs() -> None:
             ],
         }
     )
-    plan = plan_pretrained(host=h, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    plan = plan_pretrained(host=h, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, model=LLAMA)
     assert plan.kwargs["device_map"] == "auto"
     assert str(plan.kwargs["dtype"]) == dtype_text("float16")  # the V100 has no bf16
     assert plan.kwargs["attn_implementation"] == "sdpa"  # flash-attn 2 needs sm_80 on both
@@ -186,7 +193,7 @@ def test_kernels_integration_off_for_an_incoherent_pair() -> None:
                          "name": "NVIDIA H100 80GB HBM3"}],
         }
     )  # fmt: skip
-    plan = plan_pretrained(host=h, env={})
+    plan = plan_pretrained(host=h, env={}, model=LLAMA)
     assert "use_kernels" not in plan.kwargs
     assert plan.kernels.reason == (
         "kernels integration unavailable: kernels 0.17.2, transformers 5.23.0 accepts "

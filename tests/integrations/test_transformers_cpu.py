@@ -41,15 +41,12 @@ def greedy(model: Any) -> list[int]:
 
 
 def test_pretrained_kwargs_load_matches_plain_load(tiny_model: Path) -> None:
-    kw = hwt.pretrained_kwargs(env=CPU_ONLY)
     host = Host.from_system()
     expected_dtype = torch.bfloat16 if "amx_bf16" in host.cpu.flags else torch.float32
-    assert kw == {
-        "device_map": "cpu",
-        "dtype": expected_dtype,
-        "attn_implementation": "sdpa",
-        "use_kernels": True,  # cpu is a kernels device key; nothing of a Llama is mapped
-    }
+    # without the model: no attention some class would refuse, and no hub code
+    assert hwt.pretrained_kwargs(env=CPU_ONLY) == {"device_map": "cpu", "dtype": expected_dtype}
+    kw = hwt.pretrained_kwargs(env=CPU_ONLY, model=tiny_model)
+    assert kw == {"device_map": "cpu", "dtype": expected_dtype, "attn_implementation": "sdpa"}
     ours = transformers.AutoModelForCausalLM.from_pretrained(tiny_model, **kw)
     # Transformers' own resolution accepted the implementation we chose
     assert ours.config._attn_implementation == "sdpa"
@@ -169,15 +166,20 @@ def test_smoke_command_on_this_cpu() -> None:
     assert (d["command"], d["ok"], d["backend"], d["device"]) == ("smoke", True, "cpu", "cpu")
     assert set(d["timings_s"]) == {"plan", "import", "build", "load", "generate", "train"}
     assert len(d["tokens"]) == 5 and d["loss"] > 0
-    assert d["settings"]["attn_implementation"] == "sdpa"
-    # smoke runs what env recommends, kernels included, and says so
+    assert d["settings"]["attn_implementation"] == "sdpa"  # planned for its tiny Llama
+    # smoke runs what env recommends, kernels included, and says so; env without --model
+    # leaves the attention to Transformers
     rec = subprocess.run(
         [sys.executable, "-m", "hwbackends", "env", "--json"],
         capture_output=True, text=True, env=env, timeout=120,
     )  # fmt: skip
     settings = json.loads(rec.stdout)["settings"]
     kwargs = settings["from_pretrained"]["kwargs"]
-    assert d["settings"] == {k: str(v) for k, v in kwargs.items()}
+    assert "attn_implementation" not in kwargs and "use_kernels" not in kwargs
+    assert d["settings"] == {
+        **{k: str(v) for k, v in kwargs.items()},
+        "attn_implementation": "sdpa",
+    }
     # the train step ran the training plan: fp32 master weights under mixed precision, and
     # the TrainingArguments env recommends
     tr = d["training"]
@@ -185,7 +187,7 @@ def test_smoke_command_on_this_cpu() -> None:
     assert tr["from_pretrained"]["dtype"] == tr["trained_dtype"] == "float32"
     assert tr["training_arguments"] == settings["training_arguments"]["kwargs"]
     ex = d["exercised"]
-    assert ex["attn_implementation"] == kwargs["attn_implementation"]
+    assert ex["attn_implementation"] == d["settings"]["attn_implementation"]
     assert ex["dtype"] == kwargs["dtype"]
     if kwargs.get("use_kernels"):
         k = ex["use_kernels"]

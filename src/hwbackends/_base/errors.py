@@ -12,6 +12,7 @@ __all__ = [
     "HostFileError",
     "HwBackendsError",
     "HwBackendsWarning",
+    "ModelError",
     "PluginError",
     "QuantizationError",
     "SettingsError",
@@ -80,3 +81,9 @@ class RankError(HwBackendsError):
 
 class QuantizationError(UnsupportedSettingError):
     """A quantization method that will fail on this device, found before any weight is read."""
+
+
+class ModelError(UnsupportedSettingError):
+    """The ``model`` given to plan settings for names no model the installed Transformers can
+    resolve without a download: not a model folder, an unknown model type, a hub id that is not
+    in the local cache."""

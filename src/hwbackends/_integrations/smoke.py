@@ -98,23 +98,45 @@ def run_smoke(
     env: Mapping[str, str] | None = None,
     new_tokens: int = 5,
     log: Callable[[str], None] = print,
+    model: str | None = None,
+) -> SmokeResult:
+    """Run every step; raises ``SmokeError`` naming the step that failed.
+
+    ``model``: a folder or cached hub id to load instead of the tiny Llama; the settings are
+    planned for the class it names either way (``pretrained_kwargs(model=...)``)."""
+    with tempfile.TemporaryDirectory(prefix="hwbackends-smoke-") as tmp:
+        return _run(backend, env, new_tokens, log, model, tmp)
+
+
+def _build_tiny(tmp: str) -> None:
+    """The tiny random Llama smoke loads by default, saved to ``tmp`` (no download)."""
+    import torch
+    from transformers import LlamaForCausalLM
+
+    torch.manual_seed(0)
+    llama: Any = LlamaForCausalLM
+    llama(tiny_llama_config()).save_pretrained(tmp)
+
+
+def _run(
+    backend: str | None,
+    env: Mapping[str, str] | None,
+    new_tokens: int,
+    log: Callable[[str], None],
+    given: str | None,
+    tmp: str,
 ) -> SmokeResult:
     """Run every step; raises ``SmokeError`` naming the step that failed."""
     from hwbackends.accelerate import training_plan
     from hwbackends.transformers import plan_pretrained
 
     t0 = time.perf_counter()
-    # the settings `hwbackends env` recommends, kernels included
-    plan = plan_pretrained(backend=backend, env=env)
+    # the backend checked before torch is imported; the settings are planned again below
+    # for the class of the model loaded, as `hwbackends env --model` plans them
+    plan = plan_pretrained(backend=backend, env=env, model=given)
     plan_s = time.perf_counter() - t0
-    kw = plan.kwargs
-    result = SmokeResult(
-        backend=plan.backend,
-        device=str(kw["device_map"]),
-        settings={k: str(v).removeprefix("torch.") for k, v in kw.items()},
-    )
+    result = SmokeResult(backend=plan.backend, device=str(plan.kwargs["device_map"]))
     log(f"hwbackends smoke on {plan.backend} ({result.device})")
-    log("  from_pretrained(" + ", ".join(f"{k}={v}" for k, v in result.settings.items()) + ")")
 
     with _step(result, "import", log):
         try:
@@ -127,68 +149,74 @@ def run_smoke(
                 _torch_fix(plan.backend, env),
             ) from exc
         import transformers
-        from transformers import AutoModelForCausalLM, LlamaForCausalLM, Trainer, TrainingArguments
+        from transformers import AutoModelForCausalLM, Trainer, TrainingArguments
         from transformers.trainer_callback import PrinterCallback
 
         tlog: Any = transformers.utils.logging
         tlog.disable_progress_bar()
         tlog.set_verbosity_error()
-    result.timings_s["plan"] = plan_s
-
-    with tempfile.TemporaryDirectory(prefix="hwbackends-smoke-") as tmp:
+    path = given or tmp
+    if given is None:
         with _step(result, "build", log):
-            torch.manual_seed(0)
-            llama: Any = LlamaForCausalLM
-            llama(tiny_llama_config()).save_pretrained(tmp)
-        with _step(result, "load", log), _hub_offline():
-            # offline: kernelize runs for real with the installed kernels package, and a layer
-            # whose hub kernel is not in the local cache keeps its own forward (nothing is
-            # downloaded; the report says which layers would need the Hub)
-            model: Any = AutoModelForCausalLM.from_pretrained(tmp, **kw)
-        result.exercised = _exercised(model, kw, plan)
-        for line in _exercised_lines(result.exercised):
-            log(f"  {line}")
-        with _step(result, "generate", log):
-            ids = torch.tensor([[1, 2, 3, 4]], device=model.device)
-            out = model.generate(
-                ids,
-                max_new_tokens=new_tokens,
-                min_new_tokens=new_tokens,
-                do_sample=False,
-                pad_token_id=0,
-            )
-            result.tokens = [int(x) for x in out[0, ids.shape[1] :]]
-        # training loads its own weights: fp32 master weights under mixed precision
-        setup = training_plan(backend=backend, env=env)
-        targs = setup.training_kwargs
-        shown = {k: str(v).removeprefix("torch.") for k, v in setup.pretrained_kwargs.items()}
-        result.training = {"precision": setup.precision, "from_pretrained": shown,
-                           "training_arguments": dict(targs)}  # fmt: skip
-        log(f"  training plan ({setup.precision}): from_pretrained("
-            + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")")  # fmt: skip
-        log("  TrainingArguments(" + ", ".join(f"{k}={v}" for k, v in targs.items()) + ")")
-        with _step(result, "train", log):
-            with _hub_offline():
-                model = AutoModelForCausalLM.from_pretrained(tmp, **setup.pretrained_kwargs)
-            data = [
-                {"input_ids": torch.randint(0, 256, (16,)), "labels": torch.randint(0, 256, (16,))}
-                for _ in range(4)
-            ]
-            args = TrainingArguments(
-                output_dir=tmp,
-                max_steps=1,
-                per_device_train_batch_size=2,
-                report_to="none",
-                save_strategy="no",
-                logging_strategy="no",
-                disable_tqdm=True,
-                **targs,
-            )
-            trainer = Trainer(model=model, args=args, train_dataset=data)
-            trainer.remove_callback(PrinterCallback)  # keep the report to our own lines
-            out_train = trainer.train()
-            result.loss = float(out_train.training_loss)
-            result.training["trained_dtype"] = str(model.dtype).removeprefix("torch.")
+            _build_tiny(tmp)
+    t1 = time.perf_counter()
+    plan = plan_pretrained(backend=backend, env=env, model=path)
+    result.timings_s["plan"] = plan_s + time.perf_counter() - t1
+    kw = plan.kwargs
+    result.settings = {k: str(v).removeprefix("torch.") for k, v in kw.items()}
+    log("  from_pretrained(" + ", ".join(f"{k}={v}" for k, v in result.settings.items()) + ")")
+
+    with _step(result, "load", log), _hub_offline():
+        # offline: kernelize runs for real with the installed kernels package, and a layer
+        # whose hub kernel is not in the local cache keeps its own forward (nothing is
+        # downloaded; the report says which layers would need the Hub)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, **kw)
+    result.exercised = _exercised(model, kw, plan)
+    for line in _exercised_lines(result.exercised):
+        log(f"  {line}")
+    with _step(result, "generate", log):
+        ids = torch.tensor([[1, 2, 3, 4]], device=model.device)
+        out = model.generate(
+            ids,
+            max_new_tokens=new_tokens,
+            min_new_tokens=new_tokens,
+            do_sample=False,
+            pad_token_id=0,
+        )
+        result.tokens = [int(x) for x in out[0, ids.shape[1] :]]
+    # training loads its own weights: fp32 master weights under mixed precision
+    setup = training_plan(backend=backend, env=env, model=path)
+    targs = setup.training_kwargs
+    shown = {k: str(v).removeprefix("torch.") for k, v in setup.pretrained_kwargs.items()}
+    result.training = {"precision": setup.precision, "from_pretrained": shown,
+                       "training_arguments": dict(targs)}  # fmt: skip
+    log(f"  training plan ({setup.precision}): from_pretrained("
+        + ", ".join(f"{k}={v}" for k, v in shown.items()) + ")")  # fmt: skip
+    log("  TrainingArguments(" + ", ".join(f"{k}={v}" for k, v in targs.items()) + ")")
+    with _step(result, "train", log):
+        with _hub_offline():
+            model = AutoModelForCausalLM.from_pretrained(path, **setup.pretrained_kwargs)
+        # token ids inside the vocabulary of the model loaded (--model may be any size)
+        vocab = min(int(model.config.get_text_config().vocab_size or 256), 256)
+        data = [
+            {"input_ids": torch.randint(0, vocab, (16,)), "labels": torch.randint(0, vocab, (16,))}
+            for _ in range(4)
+        ]
+        args = TrainingArguments(
+            output_dir=tmp,
+            max_steps=1,
+            per_device_train_batch_size=2,
+            report_to="none",
+            save_strategy="no",
+            logging_strategy="no",
+            disable_tqdm=True,
+            **targs,
+        )
+        trainer = Trainer(model=model, args=args, train_dataset=data)
+        trainer.remove_callback(PrinterCallback)  # keep the report to our own lines
+        out_train = trainer.train()
+        result.loss = float(out_train.training_loss)
+        result.training["trained_dtype"] = str(model.dtype).removeprefix("torch.")
     log(f"  tokens {result.tokens}, training loss {result.loss:.4f}")
     return result
 
@@ -225,7 +253,10 @@ def _exercised(model: Any, kw: Mapping[str, Any], plan: Any) -> dict[str, Any]:
         "dtype": str(getattr(model, "dtype", "")).removeprefix("torch."),
     }
     if not kw.get("use_kernels"):
-        out["use_kernels"] = {"requested": False, "why": plan.kernels.reason}
+        out["use_kernels"] = {
+            "requested": False,
+            "why": plan.reasons.get("use_kernels", "not enabled (kernels=False)"),
+        }
         return out
     hub: list[str] = []
     kept: list[str] = []
@@ -241,14 +272,30 @@ def _exercised(model: Any, kw: Mapping[str, Any], plan: Any) -> dict[str, Any]:
         "kernelized": bool(getattr(model, "use_kernels", False) or hub or kept),
         "hub_kernels": hub,
         "own_forward": kept,
-        "why": (
-            "every replaceable layer got a kernel from the local cache"
-            if hub and not kept
-            else "the Hub was not asked (offline): layers whose kernel is not in the local "
-            "cache keep their own forward; a run with Hub access downloads them"
-        ),
+        "why": _kernels_why(hub, kept, plan),
     }
     return out
+
+
+def _kernels_why(hub: list[str], kept: list[str], plan: Any) -> str:
+    """What became of the layers kernelize saw, true for this device: only the layers the
+    installed kernels map for its device key can get a hub kernel at all."""
+    if hub and not kept:
+        return "every replaceable layer got a kernel from the local cache"
+    from hwbackends._kit.hf_tables import kernel_layers, transformers_tables
+
+    key = plan.kernels.device_key
+    mapped = set(kernel_layers(key, None, transformers_tables(None))) if key else set()
+    fetchable = [k for k in kept if k.rsplit("(", 1)[-1].rstrip(")") in mapped]
+    if not fetchable:
+        return (
+            f"no kept layer has a hub kernel for device key {key!r}: they "
+            "keep their own forward with or without Hub access"
+        )
+    return (
+        "the Hub was not asked (offline): layers whose kernel is not in the local cache keep "
+        f"their own forward; a run with Hub access downloads {len(fetchable)} of them"
+    )
 
 
 def _exercised_lines(ex: Mapping[str, Any]) -> list[str]:

@@ -173,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="a Markdown block to paste into a bug report: OS release, glibc, numpy, the torch "
         "build's CUDA/cuDNN/NCCL or HIP, the Accelerate config, the versions and the choice",
     )
+    sp.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="plan the settings for this model: a folder save_pretrained wrote, or a hub id "
+        "already in the local cache (nothing is downloaded)",
+    )
     sp.set_defaults(func=cmd_env)
     sp = sub.add_parser("plugins", parents=[no_confirm], help="every backend plugin and its state")
     sp.add_argument("--check", action="store_true", help="exit 1 when any plugin is broken")
@@ -241,6 +247,12 @@ def build_parser() -> argparse.ArgumentParser:
         "smoke",
         parents=[common_options(confirm=False, host=False)],
         help="load, generate and train a tiny model with the recommended settings",
+    )
+    sp.add_argument(
+        "--model",
+        metavar="MODEL",
+        help="load this model instead of the tiny Llama: a folder save_pretrained wrote, or a "
+        "hub id already in the local cache",
     )
     sp.set_defaults(func=cmd_smoke)
     return p

@@ -37,7 +37,7 @@ def cmd_env(args: argparse.Namespace) -> int:
         for w in (*cut_short(report), *misspelled_variables(env), *unknown_archs(report))
         if w not in report.warnings
     ]
-    settings = settings_for(report, env)
+    settings = settings_for(report, env, model=getattr(args, "model", None))
     if settings.get("problem"):  # a rank without a device: the one answer that matters
         extra.insert(0, settings["problem"])
     if extra:

@@ -230,8 +230,11 @@ def _report_env(args: argparse.Namespace) -> tuple[SelectionReport, dict[str, st
         ) from None
 
 
-def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]:
-    """The recommended from_pretrained / TrainingArguments settings, without importing torch."""
+def settings_for(
+    report: SelectionReport, env: dict[str, str], model: str | None = None
+) -> dict[str, Any]:
+    """The recommended from_pretrained / TrainingArguments settings, without importing torch
+    (Transformers only for ``model``: the folder or cached hub id ``--model`` names)."""
     from hwbackends._integrations.launch import LaunchError
     from hwbackends._integrations.rank import process_rank
     from hwbackends._selection.target import RankError, resolve_target
@@ -247,7 +250,7 @@ def settings_for(report: SelectionReport, env: dict[str, str]) -> dict[str, Any]
             "error": {"what": exc.what, "expected": exc.expected, "fix": exc.fix},
             "problem": str(exc),
         }
-    pre = plan_for_target(target, torch_objects=False)
+    pre = plan_for_target(target, torch_objects=False, model=model)
     try:
         train = plan_training(backend=report.chosen, env=env, host=report.host)
     except LaunchError as exc:  # TrainingArguments would fail here: the load still works

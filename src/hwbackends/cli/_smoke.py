@@ -43,7 +43,7 @@ def cmd_smoke(args: argparse.Namespace) -> int:
     from hwbackends._selection.target import DEFAULT_BACKEND_FIX
 
     try:
-        result = run_smoke(backend=args.backend, env=env, log=log)
+        result = run_smoke(backend=args.backend, env=env, log=log, model=args.model)
     except BackendUnavailableError as exc:
         if not args.backend:
             raise

@@ -426,6 +426,12 @@ def tt_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "[hwbackends.backends]\ntt = hwbackends_tt:TtBackend\n",
     )
     _write(site, "torch_tt-1.0.dist-info/METADATA", "Name: torch-tt\nVersion: 1.0\n")
+    # torch imports it at start-up (device-backend autoload), which registers the 'tt' device
+    _write(
+        site,
+        "torch_tt-1.0.dist-info/entry_points.txt",
+        "[torch.backends]\ntorch_tt = torch_tt:_autoload\n",
+    )
     return site
 
 
@@ -469,3 +475,31 @@ def test_without_its_plugin_the_catalog_names_the_hardware(tt_root: Path) -> Non
         f"{', '.join(TT_BUSES)}): no hwbackends plugin exists for this hardware, so no backend "
         "can use it"
     ]
+
+
+UNREGISTERED = (
+    "tt: torch has no 'tt' device of its own: device_map='tt:0' and torch.device('tt') work "
+    "only once tt's torch extension has registered it, and "
+)
+
+
+def test_an_extension_without_autoload_is_named_in_the_advice(
+    tt_site: Path, tt_root: Path, tmp_path: Path
+) -> None:
+    # the same plugin beside a torch-tt that declares no torch.backends entry point
+    site = tmp_path / "site"
+    for f in tt_site.rglob("*"):
+        if (
+            f.is_file()
+            and f.relative_to(tt_site).as_posix() != "torch_tt-1.0.dist-info/entry_points.txt"
+        ):
+            _write(site, str(f.relative_to(tt_site)), f.read_text(encoding="utf-8"))
+    out = cli(site, "env", "--root", str(tt_root), "--json")
+    assert out.returncode == 0, out.stderr
+    (warning,) = json.loads(out.stdout)["warnings"]
+    assert warning == UNREGISTERED + (
+        "no installed distribution declares a torch.backends entry point, so `import torch` "
+        "does not register it (torch's device-backend autoload). Fix: import the extension's "
+        "module before from_pretrained (or install a release of it that declares the "
+        "torch.backends entry point)"
+    )

@@ -71,6 +71,7 @@ from hwbackends._selection.report import (
     _replace_state,
     _unserved_hardware,
     hidden_backend,
+    unregistered_device,
     unusable_why,
 )
 
@@ -366,6 +367,8 @@ class Registry(Plugins):
             warnings.append(f"{p.backend}: {p.reason}.{fix}")
         warnings.extend(take_reports())
         warnings.extend(unserved)
+        dt = devices[0].device_type if devices else chosen.device_type
+        warnings.extend(unregistered_device(chosen.name, dt, host))
 
         env_read: dict[str, str | None] = {k: env.get(k) for k in SETTINGS_VARS}
         vis = None

@@ -4,6 +4,8 @@ alone (its fact modules stay unloaded); the answer agrees with what its stacks w
 from __future__ import annotations
 
 import importlib
+import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 
 from hwbackends import Host
 
+PLUGINS_DIR = Path(__file__).resolve().parents[1] / "plugins"
 PLUGINS = ["xpu", "mps", "neuron", "tpu", "npu", "mlu", "musa", "hpu"]
 PACKAGES = [
     "torch-neuronx", "torch-xla", "torch-tpu", "torch-npu", "torch-mlu", "torch-musa",
@@ -63,3 +66,39 @@ def test_the_fact_modules_load_only_when_asked() -> None:
     cls().probe(Host.from_dict({}))
     assert facts not in sys.modules
     assert cls().pci_models and facts in sys.modules  # the declared table, on first read
+
+
+@pytest.mark.parametrize(
+    ("name", "host_file", "arch"),
+    [
+        ("hpu", "gaudi1_dl1", "gaudi1"),
+        ("neuron", "trn1_32xlarge", "trn1"),
+        ("tpu", "v4_8_accel_nodes", "v4"),
+        ("tpu", "v6e8_torch_tpu", "v6e"),
+    ],
+)
+def test_arch_of_a_bare_device_is_what_devices_show(name: str, host_file: str, arch: str) -> None:
+    # a host device with only its PCI id: arch_of completes it from the PCI table, as the
+    # devices (and `hwbackends devices`) do
+    backend = backend_of(name)()
+    host = Host.from_file(
+        PLUGINS_DIR / f"hwbackends-{name}" / "tests" / "hosts" / f"{host_file}.json"
+    )
+    own = [d for d in host.devices_of(backend.vendor) if backend.accepts(d)]  # its own kinds
+    assert own and all(d.arch is None for d in own)
+    assert {backend.arch_of(d) for d in own} == {arch}
+    assert {d.arch for d in backend.devices(host, {})} == {arch}
+
+
+def test_first_gen_gaudi_is_pointed_at_the_last_release_that_supports_it() -> None:
+    hpu = backend_of("hpu")()
+    hosts = PLUGINS_DIR / "hwbackends-hpu" / "tests" / "hosts"
+    data = json.loads((hosts / "gaudi1_dl1.json").read_text(encoding="utf-8"))
+    data["packages"] = {"torch": "2.1.1"}  # the Gaudi PyTorch packages not installed
+    probe = hpu.probe(Host.from_dict(data))
+    assert (probe.hardware_present, probe.software_ready) == (True, False)
+    assert probe.hint is not None
+    assert probe.hint.startswith("first-gen Gaudi needs Intel Gaudi software 1.21 or earlier")
+    # Gaudi 3: the current installer
+    gaudi3 = hpu.probe(Host.from_file(hosts / "gaudi3_no_package.json"))
+    assert gaudi3.hint == hpu.install_hint

@@ -388,3 +388,118 @@ def test_a_second_plugin_for_the_same_cards_is_named_with_the_setting(
     report = json.loads(out.stdout)
     assert (report["chosen"], report["rule"]) == ("acmealt", "preferred")
     assert not [w for w in report["warnings"] if "both claim" in w]
+
+
+# -- a vendor the core's catalog knows: its own plugin takes its hardware ----------------------
+
+TT_PLUGIN = """
+from typing import ClassVar
+
+from hwbackends.plugin import BaseBackend
+
+
+class TtBackend(BaseBackend):
+    name: ClassVar[str] = "tt"
+    api_version: ClassVar[int] = 1
+    device_type: ClassVar[str] = "tt"
+    display: ClassVar[str] = "Tenstorrent"
+    vendor: ClassVar[str | None] = "tenstorrent"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1E52,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x12,)
+    device_nodes: ClassVar[tuple[str, ...]] = ("tenstorrent/{n}",)
+    device_node_units: ClassVar[tuple[str, ...]] = ("tenstorrent/{n}",)
+    driver_modules: ClassVar[tuple[str, ...]] = ("tenstorrent",)
+    packages: ClassVar[tuple[str, ...]] = ("torch-tt",)
+"""
+TT_BUSES = [f"0000:0{i}:00.0" for i in range(1, 5)]
+
+
+@pytest.fixture(scope="module")
+def tt_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An installed Tenstorrent plugin (a dist-info with its entry point) and its extension."""
+    site = tmp_path_factory.mktemp("tt-site")
+    _write(site, "hwbackends_tt/__init__.py", TT_PLUGIN)
+    _write(site, "hwbackends_tt-1.0.dist-info/METADATA", "Name: hwbackends-tt\nVersion: 1.0\n")
+    _write(
+        site,
+        "hwbackends_tt-1.0.dist-info/entry_points.txt",
+        "[hwbackends.backends]\ntt = hwbackends_tt:TtBackend\n",
+    )
+    _write(site, "torch_tt-1.0.dist-info/METADATA", "Name: torch-tt\nVersion: 1.0\n")
+    # torch imports it at start-up (device-backend autoload), which registers the 'tt' device
+    _write(
+        site,
+        "torch_tt-1.0.dist-info/entry_points.txt",
+        "[torch.backends]\ntorch_tt = torch_tt:_autoload\n",
+    )
+    return site
+
+
+@pytest.fixture(scope="module")
+def tt_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Four Wormhole cards (1e52:401e, class 0x12, bound to tenstorrent) and their /dev nodes,
+    as tt-kmd makes them: the vendor id and driver the core's catalog lists as hardware no
+    plugin exists for."""
+    r = tmp_path_factory.mktemp("tt-root")
+    drv = r / "sys/bus/pci/drivers/tenstorrent"
+    drv.mkdir(parents=True)
+    for i, bus in enumerate(TT_BUSES):
+        pci_function(r, bus, "0x1e52", "0x401e", "0x120000")
+        fn = r / "sys/bus/pci/devices" / bus
+        os.symlink(os.path.relpath(drv, fn), fn / "driver")
+        _write(r, f"dev/tenstorrent/{i}", "")
+    return r
+
+
+def test_a_catalogued_vendors_plugin_gets_its_hardware(tt_site: Path, tt_root: Path) -> None:
+    out = cli(tt_site, "env", "--root", str(tt_root), "--json")
+    assert out.returncode == 0, out.stderr
+    report = json.loads(out.stdout)
+    assert report["chosen"] == "tt"
+    assert [d["pci_bus_id"] for d in report["devices"]] == TT_BUSES
+    # each card once, under the plugin's vendor key; no "no plugin exists" for its own cards
+    assert [(d["vendor"], d["pci_bus_id"]) for d in report["host"]["accelerators"]] == [
+        ("tenstorrent", b) for b in TT_BUSES
+    ]
+    assert report["warnings"] == [], report["warnings"]
+    text = cli(tt_site, "env", "--root", str(tt_root))
+    assert text.returncode == 0, text.stderr
+    assert "no hwbackends plugin exists" not in text.stdout
+
+
+def test_without_its_plugin_the_catalog_names_the_hardware(tt_root: Path) -> None:
+    out = cli(None, "env", "--root", str(tt_root), "--json")
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["warnings"] == [
+        "4 Tenstorrent AI accelerator (Grayskull, Wormhole, Blackhole) (PCI 1e52:401e at "
+        f"{', '.join(TT_BUSES)}): no hwbackends plugin exists for this hardware, so no backend "
+        "can use it"
+    ]
+
+
+UNREGISTERED = (
+    "tt: torch has no 'tt' device of its own: device_map='tt:0' and torch.device('tt') work "
+    "only once tt's torch extension has registered it, and "
+)
+
+
+def test_an_extension_without_autoload_is_named_in_the_advice(
+    tt_site: Path, tt_root: Path, tmp_path: Path
+) -> None:
+    # the same plugin beside a torch-tt that declares no torch.backends entry point
+    site = tmp_path / "site"
+    for f in tt_site.rglob("*"):
+        if (
+            f.is_file()
+            and f.relative_to(tt_site).as_posix() != "torch_tt-1.0.dist-info/entry_points.txt"
+        ):
+            _write(site, str(f.relative_to(tt_site)), f.read_text(encoding="utf-8"))
+    out = cli(site, "env", "--root", str(tt_root), "--json")
+    assert out.returncode == 0, out.stderr
+    (warning,) = json.loads(out.stdout)["warnings"]
+    assert warning == UNREGISTERED + (
+        "no installed distribution declares a torch.backends entry point, so `import torch` "
+        "does not register it (torch's device-backend autoload). Fix: import the extension's "
+        "module before from_pretrained (or install a release of it that declares the "
+        "torch.backends entry point)"
+    )

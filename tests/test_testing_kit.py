@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,12 +17,15 @@ import hwbackends
 from hwbackends import Host, Probe
 from hwbackends.plugin import BaseBackend
 from hwbackends.testing import (
+    BackendContract,
     check_capabilities,
     check_declarations,
     check_import_is_clean,
+    check_machine_tree,
     check_probe,
     check_protocol,
     check_visibility_round_trip,
+    machine_tree,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -341,3 +345,79 @@ def test_check_import_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         "importing leaky_plugin imported json",
         "importing leaky_plugin changed os.environ: LEAK",
     ]
+
+
+# -- machine trees: what the real reader gives a backend ---------------------------------------
+
+
+class TtLike(BaseBackend):
+    """A vendor's plugin for hardware the core's catalog lists as having no plugin (1e52)."""
+
+    name: ClassVar[str] = "ttlike"
+    api_version: ClassVar[int] = 1
+    device_type: ClassVar[str] = "ttlike"
+    vendor: ClassVar[str | None] = "ttlike"
+    pci_vendor_ids: ClassVar[tuple[int, ...]] = (0x1E52,)
+    pci_classes: ClassVar[tuple[int, ...]] = (0x12,)
+    device_node_units: ClassVar[tuple[str, ...]] = ("tenstorrent/{n}",)
+    packages: ClassVar[tuple[str, ...]] = ("torch-ttlike",)
+
+
+class TtLikeDisplayOnly(TtLike):
+    pci_classes: ClassVar[tuple[int, ...]] = (0x03,)  # a wrong class: its cards are 0x12
+
+
+def four_cards(root: Path) -> Path:
+    return machine_tree(
+        root,
+        pci=[(f"0000:0{i}:00.0", 0x1E52, 0x401E, 0x120000, "tenstorrent") for i in range(1, 5)],
+        dev=[f"tenstorrent/{i}" for i in range(4)],
+        files={"sys/module/tenstorrent/version": "2.0.0\n"},
+    )
+
+
+def test_machine_tree_writes_what_the_reader_reads(tmp_path: Path) -> None:
+    root = four_cards(tmp_path / "root")
+    assert (root / "sys/bus/pci/devices/0000:01:00.0/class").read_text() == "0x120000\n"
+    assert os.readlink(root / "sys/bus/pci/devices/0000:04:00.0/driver").endswith(
+        "drivers/tenstorrent"
+    )
+    host = Host.from_system(str(root), backends=[])
+    assert [d.extra.get("driver") for d in host.devices] == ["tenstorrent"] * 4
+
+
+def test_check_machine_tree_passes_a_plugin_that_gets_its_cards(tmp_path: Path) -> None:
+    root = four_cards(tmp_path / "root")
+    assert check_machine_tree(TtLike, root, 4, packages={"torch-ttlike": "1.0"}) == []
+
+
+def test_check_machine_tree_names_what_went_wrong(tmp_path: Path) -> None:
+    root = four_cards(tmp_path / "root")
+    problems = check_machine_tree(TtLikeDisplayOnly, root, 4, packages={"torch-ttlike": "1.0"})
+    buses = [f"0000:0{i}:00.0" for i in range(1, 5)]
+    assert problems[0] == (
+        "ttlike: functions of its PCI vendor ids went to the core's catalog or stayed "
+        f"unclaimed: {buses}"
+    )
+    assert problems[1].startswith("ttlike: warning: 4 Tenstorrent AI accelerator")
+    # without its software it is not selected, and the check says why
+    (problem,) = check_machine_tree(TtLike, root, 4)
+    assert problem.startswith("ttlike: cpu was selected: ")
+    assert "torch-ttlike" in problem
+
+
+def test_the_contract_runs_its_machine_trees(tmp_path: Path) -> None:
+    root = four_cards(tmp_path / "root")
+
+    class Contract(BackendContract):
+        backend_cls = TtLike
+        machine_trees = ((str(root), 4),)
+        tree_packages: ClassVar[dict[str, str]] = {"torch-ttlike": "1.0"}
+
+    Contract().test_machine_trees_give_it_its_hardware()
+
+    class Wrong(Contract):
+        machine_trees = ((str(root), 3),)
+
+    with pytest.raises(pytest.fail.Exception, match="gave it 4 device"):
+        Wrong().test_machine_trees_give_it_its_hardware()

@@ -60,11 +60,13 @@ __all__ = [
     "check_declarations",
     "check_devices_agree",
     "check_import_is_clean",
+    "check_machine_tree",
     "check_pin_and_launch_plan",
     "check_probe",
     "check_protocol",
     "check_visibility_round_trip",
     "hwbackends_host",
+    "machine_tree",
     "make_registry",
 ]
 
@@ -442,6 +444,102 @@ def check_import_is_clean(module: str, sdk_modules: Iterable[str] = ()) -> list[
     return problems
 
 
+def machine_tree(
+    root: str | os.PathLike[str],
+    *,
+    pci: Iterable[tuple[str, int, int, int] | tuple[str, int, int, int, str]] = (),
+    files: Mapping[str, str] | None = None,
+    dev: Iterable[str] = (),
+) -> Path:
+    """Write a machine's file tree under ``root`` for the real reader (``--root``): PCI
+    functions as sysfs shows them, the driver's files, and ``/dev`` nodes.
+
+    :param root: the folder to write in (created when missing).
+    :param pci: ``(bus id, vendor id, device id, class)`` of each function, optionally with the
+        name of its bound driver (a ``driver`` link, as the kernel makes it), e.g.
+        ``("0000:01:00.0", 0x1E52, 0x401E, 0x120000, "tenstorrent")``.
+    :param files: more files, path under ``root`` -> text (``"proc/driver/acme/version"``).
+    :param dev: ``/dev`` names (``"acme0"``, ``"tenstorrent/0"``), written as empty files.
+    :returns: ``root`` as a ``Path``.
+    """
+    base = Path(root)
+    for bus, vendor, device, klass, *driver in pci:
+        fn = base / "sys/bus/pci/devices" / bus
+        fn.mkdir(parents=True, exist_ok=True)
+        for name, value in (("vendor", f"0x{vendor:04x}"), ("device", f"0x{device:04x}"),
+                            ("class", f"0x{klass:06x}")):  # fmt: skip
+            (fn / name).write_text(value + "\n", encoding="utf-8")
+        if driver:
+            target = base / "sys/bus/pci/drivers" / driver[0]
+            target.mkdir(parents=True, exist_ok=True)
+            if not os.path.lexists(fn / "driver"):
+                os.symlink(os.path.relpath(target, fn), fn / "driver")
+    for rel, text in (files or {}).items():
+        (base / rel).parent.mkdir(parents=True, exist_ok=True)
+        (base / rel).write_text(text, encoding="utf-8")
+    for node in dev:
+        (base / "dev" / node).parent.mkdir(parents=True, exist_ok=True)
+        (base / "dev" / node).write_text("", encoding="utf-8")
+    return base
+
+
+def check_machine_tree(
+    backend_cls: type[Any],
+    root: str | os.PathLike[str],
+    devices: int,
+    *,
+    packages: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    competitors: Sequence[type[Any]] = (),
+) -> list[str]:
+    """Read a machine tree through the real reader with this backend (and the core's catalog
+    of known hardware), then select: the backend gets ``devices`` devices, each card once, none
+    left to the catalog or unclaimed, and it is selected with that many devices.
+
+    Host files cannot catch what this does: which PCI functions the reader gives the backend.
+
+    :param backend_cls: the backend class (its module imported).
+    :param root: a tree as :func:`machine_tree` writes it, or a copy of a real machine's files.
+    :param devices: how many devices the backend must get.
+    :param packages: installed distributions to assume (``{"torch-acme": "1.0"}``) beside this
+        interpreter's, so that the software is ready.
+    :param env: the environment to select under; None: empty.
+    :param competitors: other backend classes read and selected beside it.
+    """
+    from hwbackends._base.record import replace
+
+    backend = backend_cls()
+    name, vendor = backend.name, getattr(backend, "vendor", None)
+    host = Host.from_system(str(root), backends=[backend, *(c() for c in competitors)])
+    if packages:
+        host = replace(host, packages={**host.packages, **packages})
+    problems: list[str] = []
+    mine = [d for d in host.devices if d.vendor == vendor]
+    if len(mine) != devices:
+        problems.append(f"{name}: the reader gave it {len(mine)} device(s) under vendor "
+                        f"{vendor!r}, expected {devices}")  # fmt: skip
+    buses = [d.pci_bus_id for d in host.devices if d.pci_bus_id]
+    twice = sorted({b for b in buses if buses.count(b) > 1})
+    if twice:
+        problems.append(f"{name}: the host lists these PCI functions more than once: {twice}")
+    ids = {f"0x{v:04x}" for v in getattr(backend, "pci_vendor_ids", ())}
+    taken = [d.pci_bus_id for d in host.devices
+             if d.vendor != vendor and d.extra.get("pci_vendor_id") in ids]  # fmt: skip
+    if taken:
+        problems.append(f"{name}: functions of its PCI vendor ids went to the core's catalog or "
+                        f"stayed unclaimed: {taken}")  # fmt: skip
+    env = dict(env or {})
+    report = make_registry(backend_cls, *competitors).select(env, host, Settings.from_env(env))
+    if report.chosen != name:
+        problems.append(f"{name}: {report.chosen} was selected: {report.status(name).reason}")
+    elif len(report.devices) != devices:
+        problems.append(f"{name}: selected with {len(report.devices)} device(s), expected "
+                        f"{devices}")  # fmt: skip
+    unserved = ("no hwbackends plugin exists", "no installed backend claims")
+    problems += [f"{name}: warning: {w}" for w in report.warnings if any(u in w for u in unserved)]
+    return problems
+
+
 def _fail(problems: Sequence[str]) -> None:
     if problems:
         pytest.fail("\n".join(problems), pytrace=False)
@@ -462,6 +560,12 @@ class BackendContract:
     """Vendor SDK module names that importing the plugin module must not import."""
     competitors: ClassVar[Sequence[type[Any]]] = ()
     """Extra backend classes that compete in the selection (e.g. cuda next to rocm)."""
+    machine_trees: ClassVar[Sequence[tuple[Any, int]]] = ()
+    """``(root, devices)`` pairs: machine trees (:func:`machine_tree`, or a copy of a real
+    machine's files; a relative path is relative to the test file) on which the real reader
+    must give this backend that many devices (:func:`check_machine_tree`)."""
+    tree_packages: ClassVar[Mapping[str, str]] = {}
+    """Distributions assumed installed on ``machine_trees`` (the vendor's torch extension)."""
 
     @pytest.fixture
     def backend(self) -> Backend:
@@ -568,4 +672,19 @@ class BackendContract:
             if r.chosen != name:
                 why = r.status(name).reason
                 problems.append(f"host {h.source} selected {r.chosen}, not {name}: {why}")
+        _fail(problems)
+
+    def test_machine_trees_give_it_its_hardware(self) -> None:
+        """``check_machine_tree`` on each of ``machine_trees``; skipped when there is none."""
+        if not self.machine_trees:
+            pytest.skip("no machine trees declared")
+        import inspect
+
+        base = Path(inspect.getfile(type(self))).parent
+        problems = []
+        for root, n in self.machine_trees:
+            where = base / root if not Path(root).is_absolute() else Path(root)
+            problems += check_machine_tree(self.backend_cls, where, n,
+                                           packages=self.tree_packages,
+                                           competitors=self.competitors)  # fmt: skip
         _fail(problems)

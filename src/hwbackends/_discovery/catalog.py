@@ -121,8 +121,10 @@ def known_for(vendor: str) -> KnownPlugin | None:
 # PCI function no installed backend claims. "not-compute" functions (crypto, compression,
 # data-movement and queueing engines that share the co-processor or accelerator class with
 # compute devices) are named and otherwise left alone; "no-plugin" devices are compute
-# hardware that no hwbackends plugin exists for, so "install the vendor's plugin" would be
-# wrong advice. Device ids from the PCI ID Repository (pci.ids, https://pci-ids.ucw.cz/);
+# hardware that no hwbackends plugin is known for, so "install the vendor's plugin" would be
+# wrong advice. An installed backend that claims such a device is its plugin and takes it
+# (the machine reader); an engine stays out of a vendor-wide claim unless the backend lists
+# its device id. Device ids from the PCI ID Repository (pci.ids, https://pci-ids.ucw.cz/);
 # driver names from the Linux drivers that bind them (cited per row).
 
 

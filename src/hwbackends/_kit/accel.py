@@ -333,6 +333,23 @@ class AcceleratorBackend(BaseBackend):
             return hd
         return replace(hd, name=hd.name or m.name, arch=hd.arch or m.arch)
 
+    def arch_of(self, hd: HostDevice) -> str | None:
+        """The architecture key of one host device, completed by :meth:`enrich` (the PCI id
+        table) as :meth:`host_devices` completes it: a bare PCI function gets the same key
+        that ``devices()`` and the CLI show.
+
+        :param hd: a host device of ``vendor``, completed or not.
+        """
+        return self.enrich(hd).arch
+
+    def install_hint_for(self, archs: frozenset[str]) -> str:
+        """The probe's hint when the hardware is here and the software is not: ``install_hint``
+        (override where older hardware needs an older release than the current installer).
+
+        :param archs: the architecture keys of the backend's devices here.
+        """
+        return self.install_hint
+
     def host_devices(self, host: Host) -> tuple[HostDevice, ...]:
         """The host's devices of ``vendor`` that :meth:`accepts`, completed by :meth:`enrich`.
 
@@ -446,7 +463,7 @@ class AcceleratorBackend(BaseBackend):
                 True,
                 False,
                 f"{self.display_name} hardware found ({f.evidence[0]}), but {f.problem}",
-                self.install_hint or None,
+                self.install_hint_for(f.archs) or None,
                 evidence,
             )
         return Probe(

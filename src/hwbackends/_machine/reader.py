@@ -371,11 +371,15 @@ def _other_device(
         return None
     # Crypto/compression engines and compute devices no plugin exists for are named, never
     # counted as a backend's hardware nor "install a plugin" (the catalog's
-    # KNOWN_FUNCTIONS, by device id or bound driver). A backend that lists the device id
-    # in its own pci_device_ids is more specific than that table, and keeps it.
+    # KNOWN_FUNCTIONS, by device id or bound driver). An installed backend always wins over
+    # that table for the hardware it declares: compute hardware "no plugin exists for" goes
+    # to any backend that claims it (that backend is the plugin), and an engine to one that
+    # lists the device id in its own pci_device_ids (a vendor-wide class claim, as an Intel
+    # GPU plugin makes, must not take Intel's NPU or QAT).
     kf = known_function(vid, did, fn.driver) if vid in KNOWN_FUNCTION_VENDORS else None
-    if kf is not None and not any(
-        did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners
+    if kf is not None and not (
+        (owners and kf.kind == "no-plugin")
+        or any(did in device_ids.get(id(b), m.pci_device_ids or ()) for b, m in owners)
     ):
         return fn.device(f"pci_{vid:04x}", known=kf)
     if owners:

@@ -75,6 +75,7 @@ from hwbackends._selection.report import (
     SelectionReport,
     _replace_state,
     _unserved_hardware,
+    unregistered_device,
 )
 from hwbackends._selection.snapshot import environ_snapshot
 
@@ -188,6 +189,8 @@ class Registry(Plugins):
             w.warnings.append(f"{p.backend}: {p.reason}.{fix}")
         w.warnings.extend(take_reports())
         w.warnings.extend(unserved)
+        dt = w.devices[0].device_type if w.devices else chosen.device_type
+        w.warnings.extend(unregistered_device(chosen.name, dt, host))
         env_read, vis = _what_was_read(w)
         return SelectionReport(
             chosen=chosen.name,

@@ -401,3 +401,29 @@ def unusable_why(
         "enumerated from the host's PCI devices"
     )
     return why, f"{why}; this process cannot use it"
+
+
+# -- a device type torch does not know: the extension that registers it ------------------------
+
+
+def unregistered_device(name: str, device_type: str, host: Host) -> list[str]:
+    """A warning when the chosen backend's device type is none of torch's own and nothing
+    installed will register it when torch is imported (read from ``entry_points.txt``, nothing
+    imported): ``device_map="tt:0"`` then fails inside Transformers. Nothing for a host file,
+    whose installed extensions are not this interpreter's (a ``--root`` tree, ``"root ..."``,
+    is read with this interpreter's packages)."""
+    import sys
+
+    from hwbackends._discovery.torch_ext import TORCH_DEVICE_TYPES, autoload_entry_points
+
+    here = host.source == "system" or host.source.startswith("root ")
+    if device_type in TORCH_DEVICE_TYPES or not here or autoload_entry_points(sys.path):
+        return []
+    return [
+        f"{name}: torch has no {device_type!r} device of its own: device_map='{device_type}:0' "
+        f"and torch.device({device_type!r}) work only once {name}'s torch extension has "
+        "registered it, and no installed distribution declares a torch.backends entry point, "
+        "so `import torch` does not register it (torch's device-backend autoload). Fix: import "
+        "the extension's module before from_pretrained (or install a release of it that "
+        "declares the torch.backends entry point)"
+    ]

@@ -47,6 +47,18 @@ class HpuBackend(AcceleratorBackend):
         "no Gaudi device is visible: check `hl-smi`, the habanalabs driver, and that the "
         "container runtime exposes the modules (HABANA_VISIBLE_DEVICES)"
     )
+    # The current installer's support matrix lists Gaudi 2 and 3 only; 1.21 is the last release
+    # whose matrix lists first-gen Gaudi (docs.habana.ai Support_Matrix/Support_Matrix_v1.21.0
+    # and Support_Matrix_v1.22.0, "Supported Configurations and Components")
+    gaudi1_install_hint: ClassVar[str] = (
+        "first-gen Gaudi needs Intel Gaudi software 1.21 or earlier (1.21 is the last release "
+        "that supports it; 1.22 and later support Gaudi 2 and Gaudi 3 only): install the 1.21 "
+        "habanalabs driver and PyTorch packages (the 1.21 habanalabs-installer.sh install "
+        "--type pytorch), or use an Intel Gaudi 1.21 PyTorch container"
+    )
     arch_facts = lazy("hwbackends_hpu._facts", "ARCH_FACTS")
     default_facts: ClassVar[ArchFacts] = lazy("hwbackends_hpu._facts", "DEFAULT_FACTS")
     limitations = lazy("hwbackends_hpu._facts", "LIMITATIONS")
+
+    def install_hint_for(self, archs: frozenset[str]) -> str:
+        return self.gaudi1_install_hint if "gaudi1" in archs else self.install_hint

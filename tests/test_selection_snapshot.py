@@ -200,7 +200,8 @@ from hwbackends.visibility import IndexList
 class Backend(BaseBackend):
     name: ClassVar[str] = "stress"
     api_version: ClassVar[int] = 1
-    device_type: ClassVar[str] = "stress"
+    # torch's slot for an out-of-tree device: no "register the extension" warning
+    device_type: ClassVar[str] = "privateuseone"
     priority: ClassVar[int] = 90
     visibility = IndexList("STRESS_VISIBLE_DEVICES")
 
@@ -211,7 +212,7 @@ class Backend(BaseBackend):
     def devices(self, host, env):
         if env.get("STRESS_VISIBLE_DEVICES") == "":
             return []
-        return [Device(backend="stress", device_type="stress", index=0, physical_index=0)]
+        return [Device(backend="stress", device_type="privateuseone", index=0, physical_index=0)]
 """
 
 #: One process: first selections while a thread flips the declared variable, each followed

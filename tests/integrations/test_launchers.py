@@ -450,6 +450,7 @@ else:
     dist.all_reduce(t)
     seen.update(kwargs=kw, world_size=args.world_size, process_index=args.process_index,
                 sum=t.item())
+    dist.barrier()  # no rank tears the group down while another still talks to rank 0's store
     dist.destroy_process_group()
 with open(os.path.join(out, f"rank{info.rank}.json"), "w") as f:
     json.dump(seen, f)

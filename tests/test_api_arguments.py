@@ -4,6 +4,8 @@ is expected and the fix, never an ``AttributeError`` from deep inside."""
 
 from __future__ import annotations
 
+import os
+import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +14,14 @@ from typing import Any
 import pytest
 
 import hwbackends
-from hwbackends import ArgumentError, Host, HwBackendsError, UnsupportedSettingError
+from hwbackends import ArgumentError, Host, HwBackendsError, UnsupportedSettingError, explain
+from hwbackends._base.errors import (
+    BackendNotFoundError,
+    HostFileError,
+    VisibilityError,
+)
+from hwbackends.accelerate import training_kwargs
+from hwbackends.visibility import visibility_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -86,3 +95,23 @@ def test_a_misspelt_reporter_is_refused_with_the_name_meant() -> None:
     from hwbackends._kit.hf_tables import reporter_names
 
     assert set(reporter_names() or ()) == {"all", "none", *INTEGRATION_TO_CALLBACK}
+
+
+PLUGINS = ROOT / "plugins"
+H100 = str(PLUGINS / "hwbackends-cuda" / "tests" / "hosts" / "h100-sxm-8.json")
+
+
+def test_python_api_refusals_are_clear() -> None:
+    with pytest.raises(HostFileError, match=r"host='file.json' is not a Host.*Host.from_file"):
+        explain(host="file.json")  # type: ignore[arg-type]
+    with pytest.raises(UnsupportedSettingError, match="report_to=5 is not a reporter name"):
+        training_kwargs(report_to=5, host=Host.from_file(H100), env={})  # type: ignore[arg-type]
+    with pytest.raises(BackendNotFoundError, match="backend name '' is empty"):
+        hwbackends.get("")
+    with pytest.raises(VisibilityError) as exc:
+        visibility_env("cdua", [0], host=Host.from_file(H100), env={})
+    msg = str(exc.value)
+    assert msg.count("Expected") == 1 and msg.count("Fix:") == 1, msg
+    assert "did you mean 'cuda'" in msg
+    assert not re.search(r"pip install hwbackends-\W", msg)
+    assert os.environ.get("HWBACKENDS_BACKEND") is None

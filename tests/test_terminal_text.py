@@ -5,9 +5,11 @@ separators; ``--json`` keeps the exact text."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
+from coretest import clean_env, run_python
 
 from hwbackends.cli import main
 from hwbackends.cli._output import escape_controls
@@ -54,3 +56,34 @@ def test_json_keeps_the_exact_text(evil_host: str, capsys: pytest.CaptureFixture
 def test_the_escape_names_every_invisible_character() -> None:
     assert escape_controls("a\u202eb\u2066c\u2028d\x1b") == "a\\u202eb\\u2066c\\u2028d\\x1b"
     assert escape_controls("plain · text →\n") == "plain · text →\n"
+
+
+def run_cli(
+    *args: str, env: dict[str, str], timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    return run_python("-m", "hwbackends", *args, env=env, timeout=timeout)
+
+
+def test_control_characters_from_the_machine_are_escaped_in_terminal_output(
+    tmp_path: Path,
+) -> None:
+    f = tmp_path / "host.json"
+    f.write_text(
+        json.dumps(
+            {
+                "devices": [
+                    {
+                        "vendor": "nvidia",
+                        "pci_device_id": "0x2330",
+                        "name": "\x1b[31mRED\x1b[0m GPU\x07",
+                    }
+                ],
+                "cpu": {"model": "\x1b[2Jclear\x9b"},
+            }
+        )
+    )
+    for command in ("env", "devices", "explain"):
+        out = run_cli(command, "--host", str(f), env=clean_env())
+        assert out.returncode in (0, 1), out.stderr
+        assert "\x1b" not in out.stdout and "\x07" not in out.stdout and "\x9b" not in out.stdout
+    assert "\\x1b[31mRED" in run_cli("env", "--host", str(f), env=clean_env()).stdout

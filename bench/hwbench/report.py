@@ -74,11 +74,11 @@ def _verdict(p: bool | None) -> str:
 
 # (case, label, the most it may cost as a multiple of `python -c pass`)
 _PATHS = (
-    ("current", "selection cache warm (the default on a known machine)", 1.15),
+    ("current", "selection cache warm (the default on a known machine)", 1.10),
     (
         "current_nocache",
         "full selection (first run, changed machine, HWBACKENDS_NO_CACHE=1)",
-        3.0,
+        2.5,
     ),
 )
 

@@ -74,8 +74,10 @@ def test_readme_and_quickstart_install_blocks_run_as_written(tmp_path: Path) -> 
 
     line = json.loads(report)["install"]
     assert line["torch_index"] in use
-    # the Python block, verbatim, after a tiny model is saved where its `path` points
-    (code,) = blocks(repo / "README.md", "python")
+    # the Python blocks (the load, then the training plan), verbatim and in order, after a
+    # tiny model is saved where their `path` points
+    code = "\n".join(blocks(repo / "README.md", "python"))
+    assert "training_plan" in code
     prelude = (
         "import transformers\n"
         "from hwbackends._integrations.smoke import tiny_llama_config\n"

@@ -37,7 +37,16 @@ def shared_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return marker
 
 
-def test_the_confirm_child_never_imports_the_working_directory(shared_cwd: Path) -> None:
+@pytest.fixture
+def real_torch() -> None:
+    """The installed torch, imported before the planted one's folder is the working directory:
+    the child imports torch, and a run without torch skips here (conftest)."""
+    import torch  # noqa: F401
+
+
+def test_the_confirm_child_never_imports_the_working_directory(
+    real_torch: None, shared_cwd: Path
+) -> None:
     from hwbackends._machine.host import Host
     from hwbackends._selection.registry import get
 

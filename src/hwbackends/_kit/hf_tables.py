@@ -565,13 +565,13 @@ _reporters_cache: dict[str | None, tuple[str, ...] | None] = {}
 def check_reporter_names(report_to: object) -> None:
     """Refuse a ``report_to`` name the installed Transformers does not know (``"wandbb"``),
     with close matches: TrainingArguments would refuse it only later, at ``Trainer``."""
+    wanted = [report_to] if isinstance(report_to, str) else list(report_to or ())  # type: ignore[call-overload]
+    if not wanted:
+        return  # nothing named: nothing to read or import (a repeated call must stay cheap)
     import difflib
 
     from hwbackends._base.errors import UnsupportedSettingError
 
-    wanted = [report_to] if isinstance(report_to, str) else list(report_to or ())  # type: ignore[call-overload]
-    if not wanted:
-        return  # nothing named: nothing to read (a repeated call must stay cheap)
     known = reporter_names()
     bad = [r for r in wanted if known is not None and r not in known]
     if bad:

@@ -68,6 +68,7 @@ def host_of(case: str) -> Host:
 def test_settings_for_simulated_host(case: str) -> None:
     # attention and use_kernels follow the installed Transformers' tables
     __import__("transformers")  # the expected output was made with Transformers installed
+    __import__("torch")  # LLAMA's class flags live in its modeling module, which needs torch
     backend, device_map, dtype, attn, kernels, targs, collective = CASES[case]
     h = host_of(case)
     env = dict(h.env or {})
@@ -125,6 +126,7 @@ def test_explicit_attention_that_cannot_load_names_what_would() -> None:
 
 
 def test_mixed_generations_choose_what_every_device_runs() -> None:
+    __import__("torch")  # LLAMA's class flags live in its modeling module, which needs torch
     h = Host.from_dict(
         {
             "torch": {"version": "2.8.0+cu128", "cuda": "12.8"},
@@ -184,6 +186,7 @@ def test_quantization_pinned_verdicts() -> None:
 
 def test_kernels_integration_off_for_an_incoherent_pair() -> None:
     """transformers 5.23 wants kernels >=0.18.2,<0.19: with 0.17.2 the integration is off."""
+    __import__("torch")  # LLAMA's class flags live in its modeling module, which needs torch
     h = Host.from_dict(
         {
             "torch": {"version": "2.8.0+cu128", "cuda": "12.8"},

@@ -8,6 +8,8 @@ and what ``detect_launch`` must make of it.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from hwbackends.distributed import LaunchError, detect_launch
@@ -92,3 +94,33 @@ def test_mpi_local_rank_sources() -> None:
     assert "master_port" not in nodes.sources
     with pytest.raises(LaunchError, match="nothing says how many ranks share a node"):
         detect_launch(OMPI)
+
+
+def test_one_mpi_rank_without_a_local_size_is_one_process() -> None:
+    """A world of one needs no address: only a world above one asks which node is first."""
+    info = detect_launch({"OMPI_COMM_WORLD_RANK": "0", "OMPI_COMM_WORLD_SIZE": "1"})
+    assert (info.launcher, info.world_size, info.local_rank) == ("mpi", 1, 0)
+
+
+def test_lsf_takes_master_addr_over_the_rankfile(tmp_path: Path) -> None:
+    """The rankfile's first compute host is the address only when none is given."""
+    rankfile = tmp_path / "rankfile"
+    rankfile.write_text("launchnode\nnodeA\nnodeB\n", encoding="utf-8")
+    env = {"JSM_NAMESPACE_RANK": "0", "JSM_NAMESPACE_SIZE": "2",
+           "LSB_DJOB_RANKFILE": str(rankfile)}  # fmt: skip
+    assert detect_launch(env).master_addr == "nodeA"
+    assert detect_launch({**env, "MASTER_ADDR": "10.0.0.5"}).master_addr == "10.0.0.5"
+
+
+def test_no_launcher_is_local_rank_zero_and_pet_nnodes_alone_is_no_launcher() -> None:
+    """Kubeflow's per-host launch needs both PET_NNODES and PET_NODE_RANK."""
+    alone = detect_launch({})
+    assert (alone.launcher, alone.rank, alone.local_rank, alone.world_size) == ("none", 0, 0, 1)
+    assert detect_launch({"PET_NNODES": "2"}).launcher == "none"
+
+
+@pytest.mark.parametrize("value", ["-1", "0"])
+def test_a_lone_local_rank_of_minus_one_or_zero_is_local_rank_zero(value: str) -> None:
+    """-1 means "not launched" and 0 is the first rank: both are local rank 0."""
+    info = detect_launch({"LOCAL_RANK": value})
+    assert (info.launcher, info.local_rank, info.local_world_size) == ("none", 0, 1)

@@ -496,6 +496,44 @@ def test_a_transient_failure_is_not_cached_and_the_next_processes_get_the_accele
     assert (second["last"], third["last"]) == ("miss", "hit")
 
 
+@pytest.mark.parametrize("bytecode", [True, False], ids=["bytecode-on", "bytecode-off"])
+def test_a_plugin_writing_its_bytecode_on_first_import_still_hits_next_time(
+    tmp_path: Path, bytecode: bool
+) -> None:
+    # The plugin is a top-level module in its sys.path folder: its first import creates
+    # __pycache__ there, which moves the folder's mtime, a part of the fingerprint.
+    site, _ = _acme_site(tmp_path, "eagain")
+    env = clean_env(PYTHONPATH=str(site), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if not bytecode:
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    assert _run(REPORT, env)["last"] == "miss"
+    assert (site / "__pycache__").is_dir() is bytecode  # the case this test is about happened
+    assert _run(REPORT, env)["last"] == "hit"
+
+
+# A plugin whose import adds a file beside it, as an install running during the selection would.
+ADDS_A_FILE = (
+    ACME.replace('"acme"', '"adds"')
+    + "\nimport pathlib\n"
+    + "(pathlib.Path(__file__).parent / f'new-{{os.getpid()}}.dist-info').mkdir()\n"
+)
+
+
+def test_a_folder_that_changed_during_the_selection_is_not_stored_under_its_new_state(
+    tmp_path: Path,
+) -> None:
+    s = Site(tmp_path / "site")
+    s.path.mkdir()
+    s.add_plugin("adds", ADDS_A_FILE.format(mark=str(tmp_path / "never"), mode="eagain"))
+    env = clean_env(PYTHONPATH=str(s.path), XDG_CACHE_HOME=str(tmp_path / "cache"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    assert _run(REPORT, env)["last"] == "miss"
+    # each run adds a distribution while it selects: the folder the next run sees was never
+    # the one an answer was made from
+    assert _run(REPORT, env)["last"] == "miss"
+
+
 def test_current_and_explain_never_disagree_when_a_cached_answer_goes_stale(
     tmp_path: Path,
 ) -> None:

@@ -419,7 +419,8 @@ def _select() -> Backend | None:
     if not enabled(env):
         LAST = "off"
         return None
-    fp = _key(fingerprint(env=env))
+    raw = fingerprint(env=env)
+    fp = _key(raw)
     dfd = _open_dir(create=False)
     try:
         answers = _read(dfd) if dfd is not None else {}
@@ -433,7 +434,7 @@ def _select() -> Backend | None:
         if dfd is not None:
             os.close(dfd)
     LAST = "miss"
-    _chosen = _select_and_store(env, fp)
+    _chosen = _select_and_store(env, fp, raw)
     return _chosen
 
 
@@ -455,10 +456,13 @@ def _said_on_hit(env: dict[str, str], backend: Backend, caveats: tuple[str, ...]
         warn_once(said)
 
 
-def _select_and_store(env: dict[str, str], fp: bytes) -> Backend:
+def _select_and_store(env: dict[str, str], fp: bytes, raw: tuple[object, ...] = ()) -> Backend:
     """The full selection from ``env``, its answer stored under the key of exactly its inputs:
-    the fingerprint and the watched values, both taken before it runs."""
+    the fingerprint and the watched values, both taken before it runs (``raw``: the
+    fingerprint itself, to recognise a run that only wrote bytecode; see ``_also_after``)."""
     from hwbackends._selection import registry as _registry
+
+    names = _path_names() if raw else ()
 
     watch = _registry.watch_lists(env)  # loads the plugins, as the selection would
     key = _key(detail(watch, env=env))
@@ -492,10 +496,37 @@ def _select_and_store(env: dict[str, str], fp: bytes) -> Backend:
         # Several answers per interpreter (programs whose paths or variables differ), the most
         # recent last; the oldest go first.
         answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
+        after = _also_after(raw, names, env)
+        if after is not None:
+            answers.pop(after, None)
+            answers[after] = answers[fp]
         _store(dfd, dict(list(answers.items())[-_KEEP:]))
     finally:
         os.close(dfd)
     return chosen
+
+
+def _path_names() -> tuple[tuple[str, ...], ...]:
+    # what each sys.path folder holds, less the bytecode folder an import may create in it
+    return tuple(tuple(n for n in _listing(p or ".") if n != "__pycache__") for p in sys.path)
+
+
+def _also_after(
+    raw: tuple[object, ...], names: tuple[tuple[str, ...], ...], env: dict[str, str]
+) -> bytes | None:
+    """The key of the fingerprint taken after the selection when the selection itself changed
+    it only by writing bytecode: importing a plugin that is a top-level module creates
+    ``__pycache__`` in its sys.path folder, which moves that folder's mtime, and without this
+    the next process would miss once. None when nothing else may have changed."""
+    if not raw:
+        return None
+    now = fingerprint(env=env)
+    if now == raw or len(now) != len(raw) or now[:2] != raw[:2]:
+        return None
+    folders = [[p for p, _ in part] for part in (now[2], raw[2])]  # type: ignore[attr-defined]
+    if now[3:] != raw[3:] or folders[0] != folders[1] or _path_names() != names:
+        return None
+    return _key(now)
 
 
 def settled(report: Any) -> bool:

@@ -32,7 +32,19 @@ pytestmark = pytest.mark.skipif(
 )
 
 # What each aspect checks; a case's ``pending`` may name any of them.
-ASPECTS = ("devices", "arch", "unclaimed", "non_compute", "driver", "hint", "evidence", "cli")
+ASPECTS = (
+    "devices",
+    "arch",
+    "unclaimed",
+    "non_compute",
+    "no_plugin",
+    "driver",
+    "pci_driver",
+    "cpu_arch",
+    "hint",
+    "evidence",
+    "cli",
+)
 
 
 def _case_dirs() -> list[Path]:
@@ -52,12 +64,18 @@ def _applies(meta: Mapping[str, Any], aspect: str) -> bool:
         return any("arch" in d for ds in truth.get("devices", {}).values() for d in ds)
     if aspect == "driver":
         return bool(truth.get("drivers_bound"))
+    if aspect == "pci_driver":
+        return bool(truth.get("pci_drivers"))
+    if aspect == "cpu_arch":
+        return "cpu_arch" in truth
     if aspect == "hint":
         return "hint" in truth
     if aspect == "evidence":
         return bool(meta.get("evidence"))
     if aspect == "non_compute":
         return bool(truth.get("non_compute"))
+    if aspect == "no_plugin":
+        return bool(truth.get("no_plugin"))
     return True
 
 
@@ -212,6 +230,20 @@ def test_non_compute_functions_are_named_as_such(case: Path) -> None:
     assert got == sorted(_meta(case)["truth"]["non_compute"])
 
 
+@pytest.mark.parametrize("case", params("no_plugin"))
+def test_accelerators_without_a_plugin_are_named_as_such(case: Path) -> None:
+    """An accelerator of a known kind that no plugin serves (a Xeon Phi, an NEC Vector Engine)
+    is listed, with its vendor id, as one that has no plugin."""
+    host = _host(case)
+    got = sorted(
+        (d.pci_bus_id, d.extra.get("pci_vendor_id"))
+        for d in host.devices
+        if d.extra.get("known_function") == "no-plugin"
+    )
+    want = sorted((u["pci_bus_id"], u["pci_vendor_id"]) for u in _meta(case)["truth"]["no_plugin"])
+    assert got == want
+
+
 @pytest.mark.parametrize("case", params("driver"))
 def test_bound_driver_is_seen(case: Path) -> None:
     """Where the capture shows the driver bound, no backend claims it is not loaded, and a PCI
@@ -226,6 +258,24 @@ def test_bound_driver_is_seen(case: Path) -> None:
             ev = d.extra.get("evidence", [])
             if "pci" in ev or "drm" in ev:
                 assert d.extra.get("driver") == driver, d.to_dict()
+
+
+@pytest.mark.parametrize("case", params("pci_driver"))
+def test_pci_function_names_its_bound_driver(case: Path) -> None:
+    """Each listed function (claimed, unclaimed or known) names the driver the capture shows
+    bound to it (``vfio-pci`` for a GPU handed to a VM), and is listed at all."""
+    host = _host(case)
+    by_bus = {d.pci_bus_id: d for d in host.devices if d.pci_bus_id}
+    for bus, driver in _meta(case)["truth"]["pci_drivers"].items():
+        assert bus in by_bus, f"{bus} is not listed: {sorted(by_bus)}"
+        assert by_bus[bus].extra.get("driver") == driver, by_bus[bus].to_dict()
+
+
+@pytest.mark.parametrize("case", params("cpu_arch"))
+def test_cpu_architecture_is_the_captured_machines(case: Path) -> None:
+    """``Host.machine`` under ``root`` is the captured machine's CPU architecture (as
+    ``platform.machine()`` spells it), not the architecture of the machine running the test."""
+    assert _host(case).machine == _meta(case)["truth"]["cpu_arch"]
 
 
 @pytest.mark.parametrize("case", params("hint"))

@@ -127,17 +127,27 @@ def _claimed(host: Host, vendor: str) -> tuple[HostDevice, ...]:
 
 
 def test_the_corpus_is_large_and_varied() -> None:
-    """At least 12 cases, 4 hardware vendors, partial captures, negative controls and a
-    partitioned GPU: the issue's floor for this corpus."""
+    """At least 40 cases from 10 hardware vendors, partial captures (containers, VMs), negative
+    controls, a partitioned GPU, accelerators no plugin serves and non-x86 machines: the
+    issue's floor for this corpus."""
     metas = [_meta(c) for c in _case_dirs()]
-    assert len(metas) >= 12
+    assert len(metas) >= 40
+    # a PCI vendor id and the backend's vendor key name the same maker once
+    same = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
     vendors = {v for m in metas for v in m["truth"]["devices"]}
-    vendors |= {u["pci_vendor_id"] for m in metas for u in m["truth"]["unclaimed"]}
-    assert len(vendors) >= 4, vendors
+    for field in ("unclaimed", "no_plugin"):
+        vendors |= {
+            same.get(u["pci_vendor_id"], u["pci_vendor_id"])
+            for m in metas
+            for u in m["truth"].get(field, [])
+        }
+    assert len(vendors) >= 10, vendors
     assert any(not m["truth"]["devices"] for m in metas), "a negative control"
     assert any(m["truth"].get("partitions") for m in metas), "a partitioned GPU"
+    assert any(m["truth"].get("no_plugin") for m in metas), "an accelerator with no plugin"
+    assert any(m["truth"].get("cpu_arch") for m in metas), "a machine that is not x86_64"
     sources = {s for m in metas for s in m.get("evidence", {}).values()}
-    assert {"kfd", "nvidia-proc", "dev"} <= sources, sources
+    assert {"kfd", "nvidia-proc", "dev", "pci"} <= sources, sources
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in _case_dirs()])
@@ -236,7 +246,7 @@ def test_accelerators_without_a_plugin_are_named_as_such(case: Path) -> None:
     is listed, with its vendor id, as one that has no plugin."""
     host = _host(case)
     got = sorted(
-        (d.pci_bus_id, d.extra.get("pci_vendor_id"))
+        (d.pci_bus_id or "", str(d.extra.get("pci_vendor_id")))
         for d in host.devices
         if d.extra.get("known_function") == "no-plugin"
     )

@@ -32,7 +32,19 @@ pytestmark = pytest.mark.skipif(
 )
 
 # What each aspect checks; a case's ``pending`` may name any of them.
-ASPECTS = ("devices", "arch", "unclaimed", "non_compute", "driver", "hint", "evidence", "cli")
+ASPECTS = (
+    "devices",
+    "arch",
+    "unclaimed",
+    "non_compute",
+    "no_plugin",
+    "driver",
+    "pci_driver",
+    "cpu_arch",
+    "hint",
+    "evidence",
+    "cli",
+)
 
 
 def _case_dirs() -> list[Path]:
@@ -52,12 +64,18 @@ def _applies(meta: Mapping[str, Any], aspect: str) -> bool:
         return any("arch" in d for ds in truth.get("devices", {}).values() for d in ds)
     if aspect == "driver":
         return bool(truth.get("drivers_bound"))
+    if aspect == "pci_driver":
+        return bool(truth.get("pci_drivers"))
+    if aspect == "cpu_arch":
+        return "cpu_arch" in truth
     if aspect == "hint":
         return "hint" in truth
     if aspect == "evidence":
         return bool(meta.get("evidence"))
     if aspect == "non_compute":
         return bool(truth.get("non_compute"))
+    if aspect == "no_plugin":
+        return bool(truth.get("no_plugin"))
     return True
 
 
@@ -109,17 +127,27 @@ def _claimed(host: Host, vendor: str) -> tuple[HostDevice, ...]:
 
 
 def test_the_corpus_is_large_and_varied() -> None:
-    """At least 12 cases, 4 hardware vendors, partial captures, negative controls and a
-    partitioned GPU: the issue's floor for this corpus."""
+    """At least 40 cases from 10 hardware vendors, partial captures (containers, VMs), negative
+    controls, a partitioned GPU, accelerators no plugin serves and non-x86 machines: the
+    issue's floor for this corpus."""
     metas = [_meta(c) for c in _case_dirs()]
-    assert len(metas) >= 12
+    assert len(metas) >= 40
+    # a PCI vendor id and the backend's vendor key name the same maker once
+    same = {"0x10de": "nvidia", "0x1002": "amd", "0x8086": "intel"}
     vendors = {v for m in metas for v in m["truth"]["devices"]}
-    vendors |= {u["pci_vendor_id"] for m in metas for u in m["truth"]["unclaimed"]}
-    assert len(vendors) >= 4, vendors
+    for field in ("unclaimed", "no_plugin"):
+        vendors |= {
+            same.get(u["pci_vendor_id"], u["pci_vendor_id"])
+            for m in metas
+            for u in m["truth"].get(field, [])
+        }
+    assert len(vendors) >= 10, vendors
     assert any(not m["truth"]["devices"] for m in metas), "a negative control"
     assert any(m["truth"].get("partitions") for m in metas), "a partitioned GPU"
+    assert any(m["truth"].get("no_plugin") for m in metas), "an accelerator with no plugin"
+    assert any(m["truth"].get("cpu_arch") for m in metas), "a machine that is not x86_64"
     sources = {s for m in metas for s in m.get("evidence", {}).values()}
-    assert {"kfd", "nvidia-proc", "dev"} <= sources, sources
+    assert {"kfd", "nvidia-proc", "dev", "pci"} <= sources, sources
 
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.name) for c in _case_dirs()])
@@ -212,6 +240,20 @@ def test_non_compute_functions_are_named_as_such(case: Path) -> None:
     assert got == sorted(_meta(case)["truth"]["non_compute"])
 
 
+@pytest.mark.parametrize("case", params("no_plugin"))
+def test_accelerators_without_a_plugin_are_named_as_such(case: Path) -> None:
+    """An accelerator of a known kind that no plugin serves (a Xeon Phi, an NEC Vector Engine)
+    is listed, with its vendor id, as one that has no plugin."""
+    host = _host(case)
+    got = sorted(
+        (d.pci_bus_id or "", str(d.extra.get("pci_vendor_id")))
+        for d in host.devices
+        if d.extra.get("known_function") == "no-plugin"
+    )
+    want = sorted((u["pci_bus_id"], u["pci_vendor_id"]) for u in _meta(case)["truth"]["no_plugin"])
+    assert got == want
+
+
 @pytest.mark.parametrize("case", params("driver"))
 def test_bound_driver_is_seen(case: Path) -> None:
     """Where the capture shows the driver bound, no backend claims it is not loaded, and a PCI
@@ -226,6 +268,24 @@ def test_bound_driver_is_seen(case: Path) -> None:
             ev = d.extra.get("evidence", [])
             if "pci" in ev or "drm" in ev:
                 assert d.extra.get("driver") == driver, d.to_dict()
+
+
+@pytest.mark.parametrize("case", params("pci_driver"))
+def test_pci_function_names_its_bound_driver(case: Path) -> None:
+    """Each listed function (claimed, unclaimed or known) names the driver the capture shows
+    bound to it (``vfio-pci`` for a GPU handed to a VM), and is listed at all."""
+    host = _host(case)
+    by_bus = {d.pci_bus_id: d for d in host.devices if d.pci_bus_id}
+    for bus, driver in _meta(case)["truth"]["pci_drivers"].items():
+        assert bus in by_bus, f"{bus} is not listed: {sorted(by_bus)}"
+        assert by_bus[bus].extra.get("driver") == driver, by_bus[bus].to_dict()
+
+
+@pytest.mark.parametrize("case", params("cpu_arch"))
+def test_cpu_architecture_is_the_captured_machines(case: Path) -> None:
+    """``Host.machine`` under ``root`` is the captured machine's CPU architecture (as
+    ``platform.machine()`` spells it), not the architecture of the machine running the test."""
+    assert _host(case).machine == _meta(case)["truth"]["cpu_arch"]
 
 
 @pytest.mark.parametrize("case", params("hint"))

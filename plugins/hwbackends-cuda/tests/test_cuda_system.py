@@ -170,14 +170,43 @@ def test_wsl_gives_one_gpu_of_unknown_model(tmp_path: Path) -> None:
 
 
 def test_hostile_driver_files_are_skipped(tmp_path: Path) -> None:
-    """A FIFO where an information file should be, or a malformed bus, is no GPU and no hang."""
+    """A FIFO where an information file should be is never opened (no hang): the folder still
+    names its GPU; a folder whose name is no bus id is no GPU."""
     import os
 
     root = tmp_path / "root"
     (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
     os.mkfifo(root / "proc/driver/nvidia/gpus/0000:01:00.0/information")
     _write(root / "proc/driver/nvidia/gpus/junk/information", "Model: x\nBus Location: nowhere\n")
-    assert Host.from_system(str(root), path=[]).devices_of("nvidia") == ()
+    (gpu,) = Host.from_system(str(root), path=[]).devices_of("nvidia")
+    assert (gpu.pci_bus_id, gpu.name, gpu.uuid) == ("0000:01:00.0", None, None)
+
+
+# A POWER9 node (IBM AC922) with V100s on NVLink: the driver makes a numa_status file in each
+# GPU's folder (nv_procfs_add_gpu in kernel-open/nvidia/nv-procfs.c, NVIDIA/open-gpu-kernel-
+# modules, when the GPU's memory is a NUMA node), and the bus ids are the ones nvidia-smi shows
+# there (domains 0004 and 0035).
+POWER9_V100_BUSES = ("0035:03:00.0", "0004:04:00.0", "0004:05:00.0", "0035:04:00.0")
+
+
+def test_the_driver_folder_alone_is_a_gpu(tmp_path: Path) -> None:
+    """A copy with only each GPU's /proc/driver/nvidia/gpus/<bus>/numa_status and the PCI
+    functions' class files (no vendor file): one NVIDIA GPU per folder, in bus order, with the
+    class the PCI files give; the driver runs (its folders exist only while it does)."""
+    root = tmp_path / "root"
+    for bus in POWER9_V100_BUSES:
+        _write(root / "proc/driver/nvidia/gpus" / bus / "numa_status", "Node: 8\nStatus: online\n")
+        _write(root / "sys/bus/pci/devices" / bus / "class", "0x030200\n")
+    _write(root / "sys/bus/pci/devices/0004:05:00.0/device", "0x1db1\n")
+    host = Host.from_system(str(root), path=[])
+    gpus = host.devices_of("nvidia")
+    assert [d.pci_bus_id for d in gpus] == sorted(POWER9_V100_BUSES)
+    assert {d.extra["pci_class"] for d in gpus} == {"0x030200"}
+    assert [d.pci_device_id for d in gpus] == [None, "0x1db1", None, None]
+    assert all(d.extra["evidence"] == ["nvidia-proc"] for d in gpus)
+    p = CudaBackend().probe(host)
+    assert p.hardware_present and "4 NVIDIA GPU(s)" in p.reason and "not loaded" not in p.reason
+    assert CudaBackend().arch_of(gpus[1]) == "sm_70"  # 0x1db1: GV100 [Tesla V100 SXM2 16GB]
 
 
 def test_a_gpu_bound_to_nvidia_is_not_reported_as_driverless() -> None:

@@ -3,7 +3,12 @@
 ``/proc/driver/nvidia/gpus/<bus>/information`` gives each GPU's model, UUID and bus location,
 and ``/proc/driver/nvidia/version`` the loaded driver (NVIDIA driver README, "Procfs
 interface"). These files exist whenever the kernel module runs, also where ``/sys/bus/pci`` is
-hidden (LXD and some container runtimes): they find GPUs on their own. The core hands over the
+hidden (LXD and some container runtimes): they find GPUs on their own. The folder itself is
+the trace: the driver makes one per GPU it drives, named by its bus id, when it probes the GPU
+(``nv_procfs_add_gpu`` in ``kernel-open/nvidia/nv-procfs.c``, NVIDIA/open-gpu-kernel-modules),
+so a copy that kept only a GPU's ``numa_status`` (POWER9 with NVLink-attached V100s) or no file
+at all still shows the GPU at that bus id; the PCI function's ``class`` and ``device`` files
+add what they say when the copy has them. The core hands over the
 PCI functions this backend claims; both are merged by bus id and kept in bus order, which is
 NVML's order.
 
@@ -31,6 +36,7 @@ WSL_LIB = "usr/lib/wsl/lib"
 PROC, WSL = "nvidia-proc", "wsl"
 #: A machine has at most a few dozen GPUs; a hostile /proc copy cannot make the reader read more.
 MAX_GPUS = 1024
+_HEX = frozenset("0123456789abcdef")
 
 
 def normalise_bus(text: str) -> str | None:
@@ -48,12 +54,17 @@ def _bus_key(bus: str | None) -> tuple[int, ...]:
 
 
 def read_information(root: str) -> dict[str, dict[str, str]]:
-    """Bus id -> the fields of that GPU's ``information`` file."""
+    """Bus id -> the fields of that GPU's ``information`` file; a folder named by a bus id
+    without a readable one (a partial copy, or a FIFO planted there) gives no fields, and is
+    still that GPU."""
     gpus = os.path.join(root, GPUS)
     info: dict[str, dict[str, str]] = {}
     for name in list_dir(gpus)[:MAX_GPUS]:
         text = read_text(os.path.join(gpus, name, "information"), 4096)
         if text is None:
+            bus = normalise_bus(name)
+            if bus is not None:
+                info.setdefault(bus, {})
             continue
         fields = {}
         for line in text.splitlines():
@@ -112,15 +123,35 @@ def read(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, ...]:
         extra: dict[str, object] = {"evidence": [PROC]}
         if minor.isdigit() and len(minor) < 6:
             extra["device_minor"] = int(minor)
+        klass, did = _pci_files(root, bus)
+        if klass is not None:
+            extra["pci_class"] = klass
         out.append(
             HostDevice(
-                vendor="nvidia", pci_bus_id=bus, uuid=facts["uuid"], name=facts["name"], extra=extra
+                vendor="nvidia",
+                pci_bus_id=bus,
+                uuid=facts["uuid"],
+                name=facts["name"],
+                pci_device_id=did,
+                extra=extra,
             )
         )
     out.sort(key=lambda d: _bus_key(normalise_bus(d.pci_bus_id or "")))
     if not out and is_wsl_gpu(root):
         out.append(HostDevice(vendor="nvidia", extra={"evidence": [WSL]}))
     return tuple(out)
+
+
+def _pci_files(root: str, bus: str) -> tuple[str | None, str | None]:
+    """``(class, device id)`` from the PCI function's own files, where a copy kept them
+    without the ``vendor`` file the core needs to claim the function itself."""
+    folder = os.path.join(root, "sys/bus/pci/devices", bus)
+    out: list[str | None] = []
+    for leaf, width in (("class", 6), ("device", 4)):
+        t = (read_text(os.path.join(folder, leaf), 32) or "").strip().lower()
+        ok = t.startswith("0x") and 2 < len(t) <= 2 + width and set(t[2:]) <= _HEX
+        out.append(f"0x{int(t, 16):0{width}x}" if ok else None)
+    return out[0], out[1]
 
 
 def is_wsl_gpu(root: str) -> bool:

@@ -63,7 +63,8 @@ def _wheel_advice(
     ``problem``: the installed CUDA wheel has no kernels for some GPU. ``hint``: the pip line
     for an index that has kernels for every GPU, with the reason when it is not the default
     index. ``evidence``: the matrix row the advice rests on, with its source."""
-    if (host.machine or "").lower() not in ("x86_64", "amd64"):
+    machine = (host.machine or "").lower()
+    if machine not in ("x86_64", "amd64", ""):
         return None, None, None  # the matrix rows are PyTorch's Linux x86_64/Windows wheels
     from ._arch import SM
     from ._wheels import advise, caps_text, runs_on, wheel_of
@@ -92,7 +93,31 @@ def _wheel_advice(
     else:
         hint = advice.command + (f" ({advice.reason})" if advice.reason else "")
     evidence = f"wheel matrix: {advice.source}" if advice.reason else None
+    if not machine and hint:  # a --root tree that does not show its CPU: say so, never assume
+        hint = f"if this machine is x86_64 (its CPU architecture is not known): {hint}"
     return problem, hint, evidence
+
+
+#: CPU architectures with no CUDA build of torch from PyTorch: download.pytorch.org's CUDA
+#: indexes serve Linux x86_64 and aarch64 wheels and Windows x86_64 ones only (PyTorch's
+#: RELEASE.md, "Release Compatibility Matrix"; https://download.pytorch.org/whl/cu128/torch/).
+NO_CUDA_WHEEL_HINT = (
+    "PyTorch publishes no CUDA wheels for {machine} (its CUDA indexes serve x86_64 and aarch64 "
+    "Linux only): build torch from source with CUDA (https://github.com/pytorch/pytorch"
+    "#from-source)"
+)
+
+
+def _machine_hint(host: Host, hint: str) -> str:
+    """The torch fix for the host's CPU: PyTorch's index where it has CUDA wheels, the
+    source build where it has none, and a word on what was assumed where the CPU is not
+    known."""
+    machine = host.machine or ""
+    if machine.lower() in ("x86_64", "amd64", "aarch64", "arm64"):
+        return hint
+    if not machine:
+        return f"if this machine is x86_64 or aarch64 (its CPU architecture is not known): {hint}"
+    return NO_CUDA_WHEEL_HINT.format(machine=machine)
 
 
 def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str], list[str]]:
@@ -218,7 +243,7 @@ def _torch_problems(
     if seen.torch_issue is not None:
         problems.append(seen.torch_issue[0])
         if wheel_hint is None:
-            hints.append(seen.torch_issue[1])
+            hints.append(_machine_hint(host, seen.torch_issue[1]))
         else:
             replaces = f" (replaces the {host.torch.flavour} build)" if host.torch else ""
             hints.append(wheel_hint + replaces)

@@ -215,9 +215,44 @@ def test_a_gpu_bound_to_nvidia_is_not_reported_as_driverless() -> None:
                                         "driver": "nvidia", "evidence": ["pci"]}],
                            "device_nodes": [], "drivers": {}})  # fmt: skip
     assert "not loaded" not in CudaBackend().probe(host).reason
-    vfio = {"vendor": "nvidia", "pci_bus_id": "0000:06:00.0", "driver": "vfio-pci"}
-    unbound = Host.from_dict({"devices": [vfio], "device_nodes": ["dri/card0"]})
+    unbound = Host.from_dict({"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:06:00.0"}],
+                              "device_nodes": ["dri/card0"]})  # fmt: skip
     assert "the NVIDIA kernel driver is not loaded" in CudaBackend().probe(unbound).reason
+
+
+@pytest.mark.parametrize(
+    ("driver", "says", "fix"),
+    [("vfio-pci", "reserved for a virtual machine", "vfio-pci.ids="),
+     ("pci-stub", "held back from every driver", "pci-stub.ids="),
+     ("nouveau", "the open-source nouveau driver, which runs no CUDA", "Disabling Nouveau"),
+     ("snd_hda_intel", "not NVIDIA's driver", "unbind it from snd_hda_intel")],
+)  # fmt: skip
+def test_the_driver_bound_instead_is_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], driver: str, says: str, fix: str
+) -> None:
+    """A GPU whose PCI function is bound to another driver (its driver link, as the kernel
+    writes it): the reason names that driver and what it means, never "install the driver";
+    the command line's report shows the same reason."""
+    import json
+
+    from hwbackends.cli import main
+
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:06:00.0"
+    _write(dev / "vendor", "0x10de\n")
+    _write(dev / "class", "0x030000\n")
+    _write(root / f"sys/bus/pci/drivers/{driver}/.keep", "")
+    dev.joinpath("driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+    p = CudaBackend().probe(Host.from_system(str(root), path=[]))
+    assert f"0000:06:00.0 is bound to {driver}, {says}" in p.reason
+    assert "not loaded" not in p.reason and fix in (p.hint or "")
+    assert "install the NVIDIA driver for this GPU" not in (p.hint or "")
+    assert main(["env", "--root", str(root)]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # a long line wraps
+    assert f"0000:06:00.0 is bound to {driver}, {says}" in text
+    assert main(["env", "--root", str(root), "--json"]) == 0
+    warnings = json.dumps(json.loads(capsys.readouterr().out)["warnings"])
+    assert f"bound to {driver}" in warnings
 
 
 class FakeNVML(types.ModuleType):

@@ -302,7 +302,15 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
         return _no_gpu(name, seen, ev)
     problems: list[str] = []
     hints: list[str] = []
-    if describes_drivers(host) and not seen.loaded:
+    from ._system import bound_elsewhere
+
+    elsewhere = bound_elsewhere(seen.gpus)
+    if elsewhere is not None and not seen.loaded:  # the driver bound names the reason
+        problems.append(elsewhere[0])
+        hints.append(elsewhere[1])
+    elif elsewhere is not None:
+        ev.append(f"not usable here: {elsewhere[0]}")
+    elif describes_drivers(host) and not seen.loaded:
         problems.append(
             "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "
             "/proc/driver/nvidia/version, no /dev/nvidia* nodes)"

@@ -28,7 +28,17 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hwbackends import HostDevice
 
-__all__ = ["GPUS", "PROC", "WSL", "WSL_LIB", "driver_version", "enrich", "normalise_bus", "read"]
+__all__ = [
+    "GPUS",
+    "PROC",
+    "WSL",
+    "WSL_LIB",
+    "bound_elsewhere",
+    "driver_version",
+    "enrich",
+    "normalise_bus",
+    "read",
+]
 
 GPUS = "proc/driver/nvidia/gpus"
 WSL_LIB = "usr/lib/wsl/lib"
@@ -174,3 +184,47 @@ def driver_version(root: str) -> str | None:
     words = text.split()
     after = words[words.index("Module") + 1 :] if "Module" in words else []
     return next((w for w in after if w[:1].isdigit() and "." in w), "")
+
+
+#: Drivers other than NVIDIA's that a GPU's PCI function is seen bound to (its ``driver``
+#: link, Documentation/ABI/stable/sysfs-bus-pci), what each means, and the fix.
+OTHER_DRIVERS: dict[str, tuple[str, str]] = {
+    "vfio-pci": (
+        "reserved for a virtual machine: VFIO hands the whole device to a guest "
+        "(Linux Documentation/driver-api/vfio.rst)",
+        "use the GPU inside the VM it is passed to; to use it on this machine, take its id "
+        "out of the vfio-pci.ids= kernel option (or the driverctl override) and reboot, so "
+        "the NVIDIA driver binds it",
+    ),
+    "pci-stub": (
+        "held back from every driver by pci-stub (its ids= option: drivers/pci/pci-stub.c)",
+        "take its id out of the pci-stub.ids= kernel option and reboot, so the NVIDIA driver "
+        "binds it",
+    ),
+    "nouveau": (
+        "the open-source nouveau driver, which runs no CUDA",
+        "disable nouveau and install the NVIDIA driver (CUDA Installation Guide for Linux, "
+        "'Disabling Nouveau': https://docs.nvidia.com/cuda/cuda-installation-guide-linux/), "
+        "then reboot",
+    ),
+}
+
+
+def bound_elsewhere(gpus: tuple[HostDevice, ...]) -> tuple[str, str] | None:
+    """``(problem, fix)`` for GPUs bound to a driver that is not NVIDIA's (``vfio-pci``,
+    ``pci-stub``, ``nouveau``, ...), naming each driver and its GPUs; None when none is."""
+    by: dict[str, list[str]] = {}
+    for d in gpus:
+        drv = d.extra.get("driver")
+        if isinstance(drv, str) and drv and drv != "nvidia":
+            by.setdefault(drv, []).append(d.pci_bus_id or "a GPU")
+    if not by:
+        return None
+    problems, fixes = [], []
+    for drv, buses in by.items():
+        what, fix = OTHER_DRIVERS.get(drv, (
+            "not NVIDIA's driver", f"unbind it from {drv} and load the NVIDIA driver"))  # fmt: skip
+        verb = "is" if len(buses) == 1 else "are"
+        problems.append(f"{', '.join(buses)} {verb} bound to {drv}, {what}")
+        fixes.append(fix)
+    return "; ".join(problems), "; ".join(dict.fromkeys(fixes))

@@ -22,7 +22,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from hwbackends import HostDevice
 
-__all__ = ["EVIDENCE", "NODES", "gfx_name", "order_by_kfd", "read_nodes"]
+__all__ = ["EVIDENCE", "NODES", "foreign_drivers", "gfx_name", "order_by_kfd", "read_nodes"]
 
 NODES = "sys/class/kfd/kfd/topology/nodes"
 #: The evidence name a device found in the KFD topology carries (``extra["evidence"]``).
@@ -133,3 +133,46 @@ def order_by_kfd(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, 
         )
     rest = tuple(d for d in found if (d.pci_bus_id or "").lower() not in used)
     return tuple(ordered) + rest
+
+
+#: Drivers other than amdgpu an AMD GPU's PCI function is seen bound to (its ``driver`` link,
+#: Documentation/ABI/stable/sysfs-bus-pci): what each means for ROCm, and how amdgpu gets it.
+FOREIGN: dict[str, tuple[str, str]] = {
+    "vfio-pci": (
+        "which keeps it for a virtual machine's guest (Linux Documentation/driver-api/vfio.rst)",
+        "run ROCm in the guest it is given to; for this machine, drop its id from the "
+        "vfio-pci.ids= boot option (or its driverctl override) and reboot, so that amdgpu "
+        "takes it",
+    ),
+    "pci-stub": (
+        "which keeps every driver off it (pci-stub.ids=, drivers/pci/pci-stub.c)",
+        "drop its id from the pci-stub.ids= boot option and reboot, so that amdgpu takes it",
+    ),
+    "radeon": (
+        "which has no KFD, so ROCm cannot see it",
+        "a GCN 1/2 GPU goes to amdgpu with radeon.si_support=0 amdgpu.si_support=1 (Southern "
+        "Islands) or radeon.cik_support=0 amdgpu.cik_support=1 (Sea Islands) on the kernel "
+        "command line (si_support/cik_support in amdgpu_drv.c)",
+    ),
+}
+
+
+def foreign_drivers(devices: tuple[HostDevice, ...]) -> tuple[str, str] | None:
+    """``(problem, fix)`` naming each driver that is not amdgpu bound to one of ``devices``
+    (``vfio-pci``, ``pci-stub``, ``radeon``, ...) with its bus ids; None when there is none."""
+    found: dict[str, list[str]] = {}
+    for dev in devices:
+        name = dev.extra.get("driver")
+        if isinstance(name, str) and name not in ("", "amdgpu"):
+            found.setdefault(name, []).append(dev.pci_bus_id or "an AMD GPU")
+    if not found:
+        return None
+    said = []
+    fixes: dict[str, None] = {}
+    for name, where in found.items():
+        meaning, fix = FOREIGN.get(name, (
+            "which ROCm does not use", f"unbind it from {name} and load amdgpu"))  # fmt: skip
+        verb = "is" if len(where) == 1 else "are"
+        said.append(f"{' and '.join(where)} {verb} bound to {name}, {meaning}")
+        fixes[fix] = None
+    return "; ".join(said), "; ".join(fixes)

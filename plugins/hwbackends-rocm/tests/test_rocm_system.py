@@ -104,7 +104,8 @@ def test_the_kfd_topology_alone_finds_the_gpus(tmp_path: Path) -> None:
 
 def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:
     """An MI300X in a partition mode: four KFD nodes share one unique_id, the kernel ORs the
-    partition index into location_id's function bits; the PCI folder shows the one function."""
+    partition index into location_id's function bits; the PCI folder shows the one function.
+    Each partition keeps the bus id the kernel writes, and names the function it shares."""
     root = tmp_path / "root"
     dev = root / "sys/bus/pci/devices/0000:05:00.0"
     _put(dev / "vendor", "0x1002\n")
@@ -115,8 +116,8 @@ def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:
         _kfd_node(root, 1 + i, {"simd_count": 304, "gfx_target_version": 90402,
                                 "location_id": 0x0500 + i, "unique_id": 0xABC})  # fmt: skip
     amd = Host.from_system(str(root), path=[]).devices_of("amd")
-    assert [(d.pci_bus_id, d.extra["partition"]) for d in amd] == [
-        ("0000:05:00.0", i) for i in range(4)
+    assert [(d.pci_bus_id, d.extra["partition"], d.extra["physical_pci_bus_id"]) for d in amd] == [
+        (f"0000:05:00.{i}", i, "0000:05:00.0") for i in range(4)
     ]
     assert all(d.extra["pci_class"] == "0x120000" for d in amd)  # the PCI facts are kept
     assert all(d.uuid == "GPU-0000000000000abc" for d in amd)

@@ -8,8 +8,12 @@ The topology is a source of devices on its own: it exists whenever amdgpu runs w
 where ``/sys/bus/pci`` is absent or partial (containers, some VMs). A GPU node is one with
 SIMDs; older kernels write no ``gfx_target_version`` line, and then the node's ``device_id``
 still names the chip. A partitioned GPU (MI300X in CPX mode) has one node per partition: the
-kernel ORs the partition index into ``location_id``'s function bits (``kfd_topology.c``), and
-the partitions share the physical function's ``unique_id``.
+kernel ORs the partition (KFD node) index into ``location_id``'s function bits
+(``kfd_topology_add_device`` in ``drivers/gpu/drm/amd/amdkfd/kfd_topology.c``: ``location_id
+|= node_id`` for GC 9.4.3, later for every GPU of several nodes), and the partitions share the
+physical function's ``unique_id``. Each partition keeps the bus id the kernel writes
+(``0000:05:00.1`` ... ``.7``, what HIP's ``hipDeviceGetPCIBusId`` gives it too, read from the
+same topology); ``extra["physical_pci_bus_id"]`` names the PCI function they share.
 """
 
 from __future__ import annotations
@@ -52,19 +56,20 @@ def _props(text: str) -> dict[str, int]:
 class Node:
     """One GPU node of the KFD topology."""
 
-    __slots__ = ("bus", "function", "node", "props")
+    __slots__ = ("bus", "function", "node", "physical", "props")
 
     def __init__(self, node: int, props: dict[str, int]) -> None:
         self.node, self.props = node, props
         loc = props.get("location_id", 0)
         domain = props.get("domain", 0)
         self.function = loc & 0x7
-        # the physical function: a partition's index sits in the function bits (fixed below)
+        # as the kernel writes it: a partition's index sits in the function bits
         self.bus = f"{domain & 0xFFFF:04x}:{loc >> 8 & 0xFF:02x}:{loc >> 3 & 0x1F:02x}.{loc & 0x7}"
+        self.physical = self.bus  # the PCI function (a partition's is set below)
 
 
 def read_nodes(root: str) -> list[Node]:
-    """The topology's GPU nodes in node order, partitions mapped to their physical function."""
+    """The topology's GPU nodes in node order, each partition with its physical function."""
     nodes_dir = os.path.join(root, NODES)
     names = [n for n in list_dir(nodes_dir) if n.isdigit() and len(n) < 8]
     out: list[Node] = []
@@ -88,7 +93,7 @@ def read_nodes(root: str) -> list[Node]:
             continue
         base = min(m.function for m in members)
         for m in members:
-            m.bus = f"{m.bus[:-2]}.{base}"
+            m.physical = f"{m.bus[:-2]}.{base}"
     return out
 
 
@@ -104,26 +109,28 @@ def order_by_kfd(root: str, found: tuple[HostDevice, ...]) -> tuple[HostDevice, 
     by_bus = {(d.pci_bus_id or "").lower(): d for d in found}
     per_bus: dict[str, int] = {}
     for n in nodes:
-        per_bus[n.bus] = per_bus.get(n.bus, 0) + 1
+        per_bus[n.physical] = per_bus.get(n.physical, 0) + 1
     used: set[str] = set()
     ordered: list[HostDevice] = []
     seen: dict[str, int] = {}
     for n in nodes:
         p = n.props
-        dev = by_bus.get(n.bus) or HostDevice(vendor="amd", pci_bus_id=n.bus)
-        used.add(n.bus)
+        dev = by_bus.get(n.physical) or HostDevice(vendor="amd", pci_bus_id=n.physical)
+        used.add(n.physical)
         uid = p.get("unique_id")
         gfx = p.get("gfx_target_version", 0)
         did = p.get("device_id", 0)
         mem = p.get("local_mem_size", 0)
         evidence = list(dev.extra.get("evidence", ()))
         extra = {**dev.extra, "kfd_node": n.node, "evidence": [*evidence, EVIDENCE]}
-        if per_bus[n.bus] > 1:  # one of several partitions of this physical function
-            extra["partition"] = seen.get(n.bus, 0)
-            seen[n.bus] = extra["partition"] + 1
+        if per_bus[n.physical] > 1:  # one of several partitions of this physical function
+            extra["partition"] = seen.get(n.physical, 0)
+            extra["physical_pci_bus_id"] = n.physical
+            seen[n.physical] = extra["partition"] + 1
         ordered.append(
             replace(
                 dev,
+                pci_bus_id=n.bus if per_bus[n.physical] > 1 else dev.pci_bus_id,
                 uuid=f"GPU-{uid:016x}" if uid else dev.uuid,
                 arch=gfx_name(gfx) if gfx > 0 else dev.arch,
                 pci_device_id=f"0x{did:04x}" if 0 < did <= 0xFFFF else dev.pci_device_id,

@@ -171,7 +171,7 @@ def _seen(host: Host) -> _Seen:
     # Bound: a GPU's PCI function names the nvidia driver (its driver link or uevent), or
     # the driver's own files list it (/proc/driver/nvidia exists only while the module runs),
     # or WSL's driver, which runs on the Windows side, exposes it.
-    bound = tuple(d for d in gpus if d.extra.get("driver") == "nvidia"
+    bound = tuple(d for d in gpus if d.extra.get("driver") in ("nvidia", "nvgpu")
                   or _evidence(d) & {"nvidia-proc", "wsl"})  # fmt: skip
     return _Seen(
         gpus=gpus,
@@ -194,6 +194,7 @@ def _found(host: Host, seen: _Seen, labels: list[str]) -> list[str]:
         ev.append(f"NVIDIA driver {seen.driver or '(version not readable)'}")
     elif seen.bound:
         via = {"driver link" for d in seen.bound if d.extra.get("driver") == "nvidia"}
+        via |= {"Jetson nvgpu" for d in seen.bound if d.extra.get("driver") == "nvgpu"}
         via |= {e for d in seen.bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
         ev.append(f"NVIDIA driver in use ({', '.join(sorted(via))}; version not read)")
     if seen.nodes:
@@ -239,10 +240,21 @@ def _torch_problems(
 ) -> None:
     """Decides what keeps torch from the GPUs: not a CUDA build, or a driver too old for its
     CUDA."""
+    from ._tegra import jetson_hint, pytorch_index_build
+
     driver = seen.driver
-    if seen.torch_issue is not None:
+    jetson = jetson_hint(seen.gpus)
+    if jetson is not None and seen.torch_issue is None and pytorch_index_build(host, seen.gpus):
+        problems.append(
+            f"the installed torch {host.torch.version if host.torch else ''} is a "
+            "download.pytorch.org CUDA build, which does not run on a Jetson's integrated GPU"
+        )
+        hints.append(jetson)
+    elif seen.torch_issue is not None:
         problems.append(seen.torch_issue[0])
-        if wheel_hint is None:
+        if jetson is not None:
+            hints.append(jetson)
+        elif wheel_hint is None:
             hints.append(_machine_hint(host, seen.torch_issue[1]))
         else:
             replaces = f" (replaces the {host.torch.flavour} build)" if host.torch else ""
@@ -303,6 +315,7 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
     problems: list[str] = []
     hints: list[str] = []
     from ._system import bound_elsewhere
+    from ._tegra import JETSON_NODES_HINT, jetson_gpus
 
     elsewhere = bound_elsewhere(seen.gpus)
     if elsewhere is not None and not seen.loaded:  # the driver bound names the reason
@@ -310,6 +323,11 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
         hints.append(elsewhere[1])
     elif elsewhere is not None:
         ev.append(f"not usable here: {elsewhere[0]}")
+    elif jetson_gpus(seen.gpus) and not seen.loaded:
+        problems.append(
+            "the Jetson's GPU driver (nvgpu) shows no device node (/dev/nvhost-gpu, /dev/nvmap)"
+        )
+        hints.append(JETSON_NODES_HINT)
     elif describes_drivers(host) and not seen.loaded:
         problems.append(
             "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "

@@ -216,7 +216,7 @@ def bound_elsewhere(gpus: tuple[HostDevice, ...]) -> tuple[str, str] | None:
     by: dict[str, list[str]] = {}
     for d in gpus:
         drv = d.extra.get("driver")
-        if isinstance(drv, str) and drv and drv != "nvidia":
+        if isinstance(drv, str) and drv not in ("", "nvidia", "nvgpu"):  # nvgpu: a Jetson's
             by.setdefault(drv, []).append(d.pci_bus_id or "a GPU")
     if not by:
         return None

@@ -141,3 +141,19 @@ def test_jetson_thor_takes_pytorchs_cuda_13_aarch64_wheels(tmp_path: Path) -> No
     assert (p.hint or "").startswith(
         "pip install torch --index-url https://download.pytorch.org/whl/cu130"
     )
+
+
+def test_the_platform_gpu_alone_names_its_generation(tmp_path: Path) -> None:
+    """An NVIDIA platform GPU (17000000.gv11b, a Xavier's) is a Jetson GPU on its own; a
+    generic ``*.gpu`` device (a Mali's ff9a0000.gpu) is not, without a Tegra device tree."""
+    root = tmp_path / "root"
+    (root / "sys/devices/platform/ff9a0000.gpu").mkdir(parents=True)
+    assert Host.from_system(str(root), path=[]).devices_of("nvidia") == ()
+    (root / "sys/devices/platform/17000000.gv11b").mkdir(parents=True)
+    (root / "sys/devices/platform/ff9a0000.gpu").rmdir()
+    (gpu,) = Host.from_system(str(root), path=[]).devices_of("nvidia")
+    assert (gpu.arch, gpu.extra["platform_gpu"], gpu.extra.get("driver")) == (
+        "sm_72",
+        "gv11b",
+        None,
+    )

@@ -13,7 +13,7 @@ A Jetson's GPU sits on the SoC, not on PCI, and its driver (nvgpu) writes no
 - the platform GPU device, named by the SoC's GPU (``57000000.gpu``, ``17000000.gv11b``,
   ``17000000.ga10b``: the names jetson_stats' ``find_igpu`` looks for, rbonghi/jetson_stats
   ``jtop/core/gpu.py``), and nvgpu's ``/dev`` nodes (``nvhost-gpu``, ``nvhost-ctrl-gpu``,
-  ``nvmap``; ``nvgpu/igpu0`` from L4T R35): the driver runs.
+  ``nvmap``; ``nvgpu/igpu0`` from L4T R35): the nodes say L4T's GPU driver runs.
 
 Torch for a Jetson is NVIDIA's build for its JetPack release, never a download.pytorch.org
 cuXXX wheel (those target discrete GPUs and SBSA servers): "Installing PyTorch for Jetson
@@ -53,8 +53,11 @@ RELEASE = "etc/nv_tegra_release"
 _DT = ("proc/device-tree", "sys/firmware/devicetree/base")
 #: nvgpu's device nodes (L4T's /dev): one of them means the GPU driver runs.
 NODES = ("nvhost-gpu", "nvhost-ctrl-gpu", "nvmap", "nvgpu/igpu0")
-#: The platform GPU's node names (the part after the unit address).
-_GPU_NODES = frozenset({"gpu", "gm20b", "gp10b", "gv11b", "ga10b", "gb10b"})
+#: The platform GPU's node names (the part after the unit address): NVIDIA's GPU names
+#: (each a Tegra generation's) and the generic ``gpu``, another vendor's too (Mali), which
+#: counts only beside a Tegra device tree or L4T's release file.
+CHIPS: dict[str, str] = {"gm20b": "sm_53", "gp10b": "sm_62", "gv11b": "sm_72", "ga10b": "sm_87"}
+_GPU_NODES = frozenset({"gpu", *CHIPS})
 JETSON_DOC = "https://docs.nvidia.com/deeplearning/frameworks/install-pytorch-jetson-platform/"
 
 #: Tegra SoC (the device tree's ``nvidia,<soc>``) -> (product line, compute capability), from
@@ -99,22 +102,32 @@ def _device_tree(root: str) -> tuple[str | None, str | None]:
 
 
 def _driver_runs(root: str) -> bool:
-    """nvgpu's /dev nodes or the platform GPU device (both exist only while it runs)."""
-    if any(os.path.lexists(os.path.join(root, "dev", n)) for n in NODES):
-        return True
+    """nvgpu's /dev nodes exist (only while it runs; the upstream kernel's nouveau, which
+    also binds a Tegra GPU, makes none of them)."""
+    return any(os.path.lexists(os.path.join(root, "dev", n)) for n in NODES)
+
+
+def _platform_gpu(root: str) -> str | None:
+    """The platform GPU device's node name (``gpu``, ``gv11b``...), or None."""
     for base in ("sys/devices/platform", "sys/devices"):
         for name in list_dir(os.path.join(root, base))[:4096]:
             _, dot, node = name.partition(".")
-            if (dot and node in _GPU_NODES) or name == "gpu.0":
-                return True
-    return False
+            if dot and node in _GPU_NODES:
+                return node
+            if name == "gpu.0":
+                return "gpu"
+    return None
 
 
 def is_jetson(root: str) -> bool:
-    """Whether the tree shows an L4T release file or a Tegra device tree (a few stats)."""
+    """Whether the tree may be a Jetson's: an L4T release file, a device tree, nvgpu's nodes
+    or a platform GPU device (a few stats and two listings; ``read`` decides)."""
     j = os.path.join
-    return os.path.lexists(j(root, RELEASE)) or any(
-        os.path.lexists(j(root, b, "compatible")) for b in _DT
+    return (
+        os.path.lexists(j(root, RELEASE))
+        or any(os.path.lexists(j(root, b, "compatible")) for b in _DT)
+        or any(os.path.lexists(j(root, "dev", n)) for n in NODES)
+        or _platform_gpu(root) in CHIPS
     )
 
 
@@ -124,18 +137,21 @@ def read(root: str) -> HostDevice | None:
 
     rel = _release(root)
     soc, model = _device_tree(root)
-    if soc is None and not rel:
+    chip = _platform_gpu(root)
+    if soc is None and not rel and chip not in CHIPS:
         return None
     extra: dict[str, object] = {"evidence": [EVIDENCE], "integrated": True}
     if soc is not None:
         extra["soc"] = soc
+    if chip is not None:
+        extra["platform_gpu"] = chip
     if "release" in rel:
         extra["l4t"] = rel["release"]
     if rel.get("BOARD"):
         extra["board"] = rel["BOARD"][:40]
     if _driver_runs(root):
         extra["driver"] = "nvgpu"
-    product, arch = SOCS.get(soc or "", (None, None))
+    product, arch = SOCS.get(soc or "", (None, CHIPS.get(chip or "")))
     name = model or (f"NVIDIA {product}" if product else "NVIDIA Jetson")
     return HostDevice(vendor="nvidia", name=name, arch=arch, extra=extra)
 

@@ -366,7 +366,7 @@ def test_the_docs_carry_a_complete_generated_env_report() -> None:
         '{"env": {"X": 1}}',
         '{"cpu": []}',
         '{"cpu": {"flags": "avx2"}}',
-        '{"cpu": {"count": 0}}',
+        '{"cpu": {"count": -1}}',
         '{"device_nodes": "/dev/nvidia0"}',
         '{"drivers": {"nvidia": 570}}',
         '{"sytem": "Linux"}',

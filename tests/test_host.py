@@ -161,7 +161,7 @@ BAD = [
         "'cuda_fastest_first' in dict must be a permutation of the CUDA GPU positions",
     ),
     ({"env": {"X": 1}}, "'env' in dict must map variable names to string values"),
-    ({"cpu": {"count": 0}}, "'cpu.count' in dict must be a positive integer"),
+    ({"cpu": {"count": -1}}, "'cpu.count' in dict must be a whole number, 0 or more"),
 ]
 
 

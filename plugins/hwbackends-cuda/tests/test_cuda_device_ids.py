@@ -30,6 +30,11 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8")
 
 
+def _x86_64(root: Path) -> None:
+    """The tree's CPU: an x86_64 one (a tree's wheel advice is for its own CPU)."""
+    _write(root / "proc/cpuinfo", "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu lm\n")
+
+
 def _function(root: Path, bus: str, vendor: str, device: str, klass: str) -> None:
     d = root / "sys/bus/pci/devices" / bus
     _write(d / "vendor", vendor + "\n")
@@ -227,6 +232,7 @@ def _site(tmp: Path, version: str | None) -> list[str]:
 
 def test_sysfs_p100_without_driver_files_has_arch_and_cu126_hint(tmp_path: Path) -> None:
     root = tmp_path / "root"
+    _x86_64(root)
     _function(root, "0000:04:00.0", "0x10de", "0x15f8", "0x030200")
     _write(root / "dev/nvidia0", "")
     host = Host.from_system(str(root), path=_site(tmp_path, None), system="Linux")
@@ -240,8 +246,26 @@ def test_sysfs_p100_without_driver_files_has_arch_and_cu126_hint(tmp_path: Path)
     assert p.hint is not None and p.hint.startswith(f"pip install torch --index-url {IDX}cu126")
 
 
+def test_the_wheel_advice_is_for_the_trees_own_cpu(tmp_path: Path) -> None:
+    """A tree's CPU decides the advice: a POWER9 gets no cuXXX index (PyTorch has no CUDA
+    wheel for ppc64le), a tree that shows no CPU gets the advice with what it assumed."""
+    root = tmp_path / "root"
+    _function(root, "0000:04:00.0", "0x10de", "0x15f8", "0x030200")
+    _write(root / "dev/nvidia0", "")
+    b = CudaBackend()
+    hint = b.probe(Host.from_system(str(root), path=_site(tmp_path, None))).hint or ""
+    assert hint.startswith("if this machine is x86_64 (its CPU architecture is not known): ")
+    assert f"--index-url {IDX}cu126" in hint
+    _write(root / "proc/cpuinfo", "processor\t: 0\ncpu\t\t: POWER9, altivec supported\n")
+    host = Host.from_system(str(root), path=_site(tmp_path, None))
+    hint = b.probe(host).hint or ""
+    assert host.machine == "ppc64le" and "PyTorch publishes no CUDA wheels for ppc64le" in hint
+    assert "--index-url" not in hint
+
+
 def test_sysfs_gtx_1080_ti_and_its_hdmi_audio_function(tmp_path: Path) -> None:
     root = tmp_path / "root"
+    _x86_64(root)
     _function(root, "0000:01:00.0", "0x10de", "0x1b06", "0x030000")
     _function(root, "0000:01:00.1", "0x10de", "0x10ef", "0x040300")  # GP102 HDMI audio
     _write(root / "dev/nvidia0", "")
@@ -267,6 +291,7 @@ def test_sysfs_maxwell_card(tmp_path: Path) -> None:
 
 def test_sysfs_v100_under_torch_2_11_cu128(tmp_path: Path) -> None:
     root = tmp_path / "root"
+    _x86_64(root)
     _function(root, "0000:00:1e.0", "0x10de", "0x1db1", "0x030200")  # Tesla V100 SXM2 16GB
     _write(root / "dev/nvidia0", "")
     info = "Model: \t\t Tesla V100-SXM2-16GB\nBus Location: \t 0000:00:1e.0\n"

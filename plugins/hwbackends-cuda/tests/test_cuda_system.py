@@ -170,14 +170,43 @@ def test_wsl_gives_one_gpu_of_unknown_model(tmp_path: Path) -> None:
 
 
 def test_hostile_driver_files_are_skipped(tmp_path: Path) -> None:
-    """A FIFO where an information file should be, or a malformed bus, is no GPU and no hang."""
+    """A FIFO where an information file should be is never opened (no hang): the folder still
+    names its GPU; a folder whose name is no bus id is no GPU."""
     import os
 
     root = tmp_path / "root"
     (root / "proc/driver/nvidia/gpus/0000:01:00.0").mkdir(parents=True)
     os.mkfifo(root / "proc/driver/nvidia/gpus/0000:01:00.0/information")
     _write(root / "proc/driver/nvidia/gpus/junk/information", "Model: x\nBus Location: nowhere\n")
-    assert Host.from_system(str(root), path=[]).devices_of("nvidia") == ()
+    (gpu,) = Host.from_system(str(root), path=[]).devices_of("nvidia")
+    assert (gpu.pci_bus_id, gpu.name, gpu.uuid) == ("0000:01:00.0", None, None)
+
+
+# A POWER9 node (IBM AC922) with V100s on NVLink: the driver makes a numa_status file in each
+# GPU's folder (nv_procfs_add_gpu in kernel-open/nvidia/nv-procfs.c, NVIDIA/open-gpu-kernel-
+# modules, when the GPU's memory is a NUMA node), and the bus ids are the ones nvidia-smi shows
+# there (domains 0004 and 0035).
+POWER9_V100_BUSES = ("0035:03:00.0", "0004:04:00.0", "0004:05:00.0", "0035:04:00.0")
+
+
+def test_the_driver_folder_alone_is_a_gpu(tmp_path: Path) -> None:
+    """A copy with only each GPU's /proc/driver/nvidia/gpus/<bus>/numa_status and the PCI
+    functions' class files (no vendor file): one NVIDIA GPU per folder, in bus order, with the
+    class the PCI files give; the driver runs (its folders exist only while it does)."""
+    root = tmp_path / "root"
+    for bus in POWER9_V100_BUSES:
+        _write(root / "proc/driver/nvidia/gpus" / bus / "numa_status", "Node: 8\nStatus: online\n")
+        _write(root / "sys/bus/pci/devices" / bus / "class", "0x030200\n")
+    _write(root / "sys/bus/pci/devices/0004:05:00.0/device", "0x1db1\n")
+    host = Host.from_system(str(root), path=[])
+    gpus = host.devices_of("nvidia")
+    assert [d.pci_bus_id for d in gpus] == sorted(POWER9_V100_BUSES)
+    assert {d.extra["pci_class"] for d in gpus} == {"0x030200"}
+    assert [d.pci_device_id for d in gpus] == [None, "0x1db1", None, None]
+    assert all(d.extra["evidence"] == ["nvidia-proc"] for d in gpus)
+    p = CudaBackend().probe(host)
+    assert p.hardware_present and "4 NVIDIA GPU(s)" in p.reason and "not loaded" not in p.reason
+    assert CudaBackend().arch_of(gpus[1]) == "sm_70"  # 0x1db1: GV100 [Tesla V100 SXM2 16GB]
 
 
 def test_a_gpu_bound_to_nvidia_is_not_reported_as_driverless() -> None:
@@ -186,9 +215,44 @@ def test_a_gpu_bound_to_nvidia_is_not_reported_as_driverless() -> None:
                                         "driver": "nvidia", "evidence": ["pci"]}],
                            "device_nodes": [], "drivers": {}})  # fmt: skip
     assert "not loaded" not in CudaBackend().probe(host).reason
-    vfio = {"vendor": "nvidia", "pci_bus_id": "0000:06:00.0", "driver": "vfio-pci"}
-    unbound = Host.from_dict({"devices": [vfio], "device_nodes": ["dri/card0"]})
+    unbound = Host.from_dict({"devices": [{"vendor": "nvidia", "pci_bus_id": "0000:06:00.0"}],
+                              "device_nodes": ["dri/card0"]})  # fmt: skip
     assert "the NVIDIA kernel driver is not loaded" in CudaBackend().probe(unbound).reason
+
+
+@pytest.mark.parametrize(
+    ("driver", "says", "fix"),
+    [("vfio-pci", "reserved for a virtual machine", "vfio-pci.ids="),
+     ("pci-stub", "held back from every driver", "pci-stub.ids="),
+     ("nouveau", "the open-source nouveau driver, which runs no CUDA", "Disabling Nouveau"),
+     ("snd_hda_intel", "not NVIDIA's driver", "unbind it from snd_hda_intel")],
+)  # fmt: skip
+def test_the_driver_bound_instead_is_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], driver: str, says: str, fix: str
+) -> None:
+    """A GPU whose PCI function is bound to another driver (its driver link, as the kernel
+    writes it): the reason names that driver and what it means, never "install the driver";
+    the command line's report shows the same reason."""
+    import json
+
+    from hwbackends.cli import main
+
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:06:00.0"
+    _write(dev / "vendor", "0x10de\n")
+    _write(dev / "class", "0x030000\n")
+    _write(root / f"sys/bus/pci/drivers/{driver}/.keep", "")
+    dev.joinpath("driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+    p = CudaBackend().probe(Host.from_system(str(root), path=[]))
+    assert f"0000:06:00.0 is bound to {driver}, {says}" in p.reason
+    assert "not loaded" not in p.reason and fix in (p.hint or "")
+    assert "install the NVIDIA driver for this GPU" not in (p.hint or "")
+    assert main(["env", "--root", str(root)]) == 0
+    text = " ".join(capsys.readouterr().out.split())  # a long line wraps
+    assert f"0000:06:00.0 is bound to {driver}, {says}" in text
+    assert main(["env", "--root", str(root), "--json"]) == 0
+    warnings = json.dumps(json.loads(capsys.readouterr().out)["warnings"])
+    assert f"bound to {driver}" in warnings
 
 
 class FakeNVML(types.ModuleType):

@@ -104,7 +104,8 @@ def test_the_kfd_topology_alone_finds_the_gpus(tmp_path: Path) -> None:
 
 def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:
     """An MI300X in a partition mode: four KFD nodes share one unique_id, the kernel ORs the
-    partition index into location_id's function bits; the PCI folder shows the one function."""
+    partition index into location_id's function bits; the PCI folder shows the one function.
+    Each partition keeps the bus id the kernel writes, and names the function it shares."""
     root = tmp_path / "root"
     dev = root / "sys/bus/pci/devices/0000:05:00.0"
     _put(dev / "vendor", "0x1002\n")
@@ -115,8 +116,8 @@ def test_partitions_map_to_their_physical_function(tmp_path: Path) -> None:
         _kfd_node(root, 1 + i, {"simd_count": 304, "gfx_target_version": 90402,
                                 "location_id": 0x0500 + i, "unique_id": 0xABC})  # fmt: skip
     amd = Host.from_system(str(root), path=[]).devices_of("amd")
-    assert [(d.pci_bus_id, d.extra["partition"]) for d in amd] == [
-        ("0000:05:00.0", i) for i in range(4)
+    assert [(d.pci_bus_id, d.extra["partition"], d.extra["physical_pci_bus_id"]) for d in amd] == [
+        (f"0000:05:00.{i}", i, "0000:05:00.0") for i in range(4)
     ]
     assert all(d.extra["pci_class"] == "0x120000" for d in amd)  # the PCI facts are kept
     assert all(d.uuid == "GPU-0000000000000abc" for d in amd)
@@ -197,3 +198,30 @@ class TestRocmContract(BackendContract):
 )
 def test_gfx_names(version: int, name: str) -> None:
     assert gfx_name(version) == name
+
+
+@pytest.mark.parametrize(
+    ("driver", "says", "fix"),
+    [("vfio-pci", "which keeps it for a virtual machine's guest", "vfio-pci.ids="),
+     ("pci-stub", "which keeps every driver off it", "pci-stub.ids="),
+     ("radeon", "which has no KFD, so ROCm cannot see it", "amdgpu.cik_support=1"),
+     ("nouveau", "which ROCm does not use", "unbind it from nouveau")],
+)  # fmt: skip
+def test_the_driver_bound_instead_is_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], driver: str, says: str, fix: str
+) -> None:
+    """An AMD GPU whose PCI function is bound to another driver (its driver link): API and
+    command line name that driver as the reason, never "install the amdgpu driver"."""
+    root = tmp_path / "root"
+    dev = root / "sys/bus/pci/devices/0000:0c:00.0"
+    _put(dev / "vendor", "0x1002\n")
+    _put(dev / "device", "0x740f\n")  # Instinct MI210
+    _put(dev / "class", "0x038000\n")
+    _put(root / f"sys/bus/pci/drivers/{driver}/.keep")
+    dev.joinpath("driver").symlink_to(f"../../../bus/pci/drivers/{driver}")
+    p = RocmBackend().probe(Host.from_system(str(root), path=[]))
+    assert f"0000:0c:00.0 is bound to {driver}, {says}" in p.reason
+    assert "not loaded" not in p.reason and fix in (p.hint or "")
+    assert "amdgpu-install" not in (p.hint or "")
+    assert main(["env", "--root", str(root)]) == 0
+    assert f"0000:0c:00.0 is bound to {driver}, {says}" in " ".join(capsys.readouterr().out.split())

@@ -42,7 +42,7 @@ class CpuBackend(BaseBackend):
 
         model = host.cpu.model or "unknown model"
         n = host.cpu.count
-        cores = f"{n} logical core{'' if n == 1 else 's'}"
+        cores = f"{n} logical core{'' if n == 1 else 's'}" if n else "core count not known"
         return Probe(
             backend=self.name,
             hardware_present=True,

@@ -36,7 +36,8 @@ class Host:
     system: str = "Linux"
     """The operating system as ``platform.system()`` names it (``Linux``, ``Darwin``, ...)."""
     machine: str = "x86_64"
-    """The CPU architecture as ``platform.machine()`` names it (``x86_64``, ``aarch64``, ...)."""
+    """The CPU architecture as ``platform.machine()`` names it (``x86_64``, ``aarch64``, ...);
+    "" when not known (a ``--root`` tree that does not show it)."""
     torch: TorchBuild | None = None
     """What the installed torch was built for; None when torch is not installed."""
     packages: Mapping[str, str] = field(default_factory=dict)
@@ -50,7 +51,8 @@ class Host:
     """A host file's environment of the simulated process, name to value; None: none given
     (always for a real machine), so callers use the real environment."""
     cpu: CpuInfo = field(default_factory=CpuInfo)
-    """The CPU: ``model``, ``count`` (logical cores) and ``flags`` (``/proc/cpuinfo`` names)."""
+    """The CPU: ``model``, ``count`` (logical cores; 0 when not known) and ``flags``
+    (``/proc/cpuinfo`` names)."""
     device_nodes: tuple[str, ...] = ()
     """The ``/dev`` entries that backends declare, relative to ``/dev`` and sorted
     (``nvidia0``, ``kfd``, ``accel/accel0``)."""
@@ -522,11 +524,11 @@ def _cpu_from(data: Mapping[str, Any], source: str) -> CpuInfo:
             "write cpu.flags as a list of strings",
         )
     count = cdata.get("count", 1)
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+    if not isinstance(count, int) or isinstance(count, bool) or count < 0:
         raise HostFileError(
-            f"'cpu.count' in {source} must be a positive integer",
-            "the number of logical cores, e.g. 64",
-            "write cpu.count as a whole number above 0",
+            f"'cpu.count' in {source} must be a whole number, 0 or more",
+            "the number of logical cores, e.g. 64 (0: not known)",
+            "write cpu.count as a whole number, or 0 when it is not known",
         )
     return CpuInfo(model=str(cdata.get("model", "")), count=count, flags=frozenset(flags))
 

@@ -63,6 +63,7 @@ def read_system(
 def _read_system(
     root: str, path: Sequence[str] | None, system: str | None, backends: Sequence[Any] | None
 ) -> dict[str, Any]:
+    here = os.path.realpath(root) == "/"
     if hasattr(os, "uname"):  # what platform.system()/machine() return, without importing it
         uts = os.uname()
         sysname, machine = system or uts.sysname, uts.machine
@@ -70,6 +71,10 @@ def _read_system(
         import platform
 
         sysname, machine = system or platform.system(), platform.machine()
+    if not here:  # another machine's tree: its own CPU, never this one's (issue 34)
+        from hwbackends._machine.cpuinfo import tree_machine
+
+        sysname, machine = system or "Linux", tree_machine(root)
     if backends is None:
         backends = installed_backends()
     search = list(sys.path if path is None else path)
@@ -84,7 +89,7 @@ def _read_system(
         packages=packages,
         devices=devices,
         env=None,
-        cpu=_read_cpu(root),
+        cpu=_read_cpu(root, here),
         device_nodes=nodes,
         drivers=_read_drivers(root, backends, errors),
         source="system",
@@ -489,7 +494,10 @@ def _read_memtotal(root: str) -> int | None:
     return None
 
 
-def _read_cpu(root: str) -> CpuInfo:
+def _read_cpu(root: str, here: bool = True) -> CpuInfo:
+    """The CPU's model and flags from ``/proc/cpuinfo``; its logical cores from this process
+    (``os.cpu_count()``) on this machine, from the tree itself under another root (0 when the
+    tree does not show them)."""
     model = ""
     flags: frozenset[str] = frozenset()
     # bounded and non-blocking: a FIFO or a link to /dev/zero under --root must not hang or
@@ -500,11 +508,17 @@ def _read_cpu(root: str) -> CpuInfo:
             break
         k, _, v = line.partition(":")
         k = k.strip()
-        if k == "model name":
+        if k == "model name" or (k == "cpu" and not model):  # POWER names it in "cpu"
             model = v.strip()[:200]
         elif k in ("flags", "Features"):
             flags = frozenset(v.split())
-    return CpuInfo(model=model, count=os.cpu_count() or 1, flags=flags)
+    if here:
+        count = os.cpu_count() or 1
+    else:
+        from hwbackends._machine.cpuinfo import tree_cores
+
+        count = tree_cores(root) or 0
+    return CpuInfo(model=model, count=count, flags=flags)
 
 
 def _read_dev_nodes(root: str, backends: Sequence[Any]) -> tuple[str, ...]:

@@ -44,6 +44,9 @@ class TorchBuild:
 
 @frozen
 class CpuInfo:
+    """A machine's CPU: its model, logical cores (0: not known, a tree that shows none) and
+    ``/proc/cpuinfo`` flags."""
+
     model: str = ""
     count: int = 1
     flags: frozenset[str] = frozenset()

@@ -66,13 +66,14 @@ class CudaBackend(BaseBackend):
     device_nodes: ClassVar[tuple[str, ...]] = ("nvidia{n}",)
     device_node_units: ClassVar[tuple[str, ...]] = ("nvidia{n}",)  # one device per node
     # read_devices finds GPUs in the driver's /proc files and in WSL's files on their own
-    evidence_sources: ClassVar[tuple[str, ...]] = ("nvidia-proc", "wsl")
+    evidence_sources: ClassVar[tuple[str, ...]] = ("nvidia-proc", "wsl", "tegra")
     driver_modules: ClassVar[tuple[str, ...]] = ("nvidia",)
     # the driver files read_devices reads (hwbackends_cuda._system)
     watch_paths: ClassVar[tuple[str, ...]] = (
         "proc/driver/nvidia/version",
         "proc/driver/nvidia/gpus",
         "usr/lib/wsl/lib",
+        "etc/nv_tegra_release",
     )
     torch_flavour: ClassVar[str | None] = "cuda"
     install_hint: ClassVar[str] = lazy("hwbackends_cuda._probe", "INSTALL_HINT")
@@ -90,16 +91,21 @@ class CudaBackend(BaseBackend):
         self, root: str, found: tuple[HostDevice, ...], *, system: str, machine: str
     ) -> tuple[HostDevice, ...]:
         # The driver's files find GPUs on their own (a container without /sys/bus/pci), and so
-        # do WSL's; a machine with neither costs two stats.
+        # do WSL's and a Jetson's (L4T); a machine with none costs a few stats.
         import os
 
+        from . import _tegra
+
         j = os.path.join
-        if not found and not (os.path.isdir(j(root, "proc/driver/nvidia/gpus"))
-                              or os.path.lexists(j(root, "dev/dxg"))):  # fmt: skip
+        jetson = _tegra.is_jetson(root)
+        if not found and not jetson and not (os.path.isdir(j(root, "proc/driver/nvidia/gpus"))
+                                             or os.path.lexists(j(root, "dev/dxg"))):  # fmt: skip
             return found
         from . import _system
 
-        return _system.read(root, found)
+        got = _system.read(root, found)
+        igpu = _tegra.read(root) if jetson else None
+        return got if igpu is None else (*got, igpu)
 
     def read_drivers(self, root: str) -> dict[str, str]:
         from . import _system

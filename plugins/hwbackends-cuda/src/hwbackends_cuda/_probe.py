@@ -63,7 +63,8 @@ def _wheel_advice(
     ``problem``: the installed CUDA wheel has no kernels for some GPU. ``hint``: the pip line
     for an index that has kernels for every GPU, with the reason when it is not the default
     index. ``evidence``: the matrix row the advice rests on, with its source."""
-    if (host.machine or "").lower() not in ("x86_64", "amd64"):
+    machine = (host.machine or "").lower()
+    if machine not in ("x86_64", "amd64", ""):
         return None, None, None  # the matrix rows are PyTorch's Linux x86_64/Windows wheels
     from ._arch import SM
     from ._wheels import advise, caps_text, runs_on, wheel_of
@@ -92,7 +93,31 @@ def _wheel_advice(
     else:
         hint = advice.command + (f" ({advice.reason})" if advice.reason else "")
     evidence = f"wheel matrix: {advice.source}" if advice.reason else None
+    if not machine and hint:  # a --root tree that does not show its CPU: say so, never assume
+        hint = f"if this machine is x86_64 (its CPU architecture is not known): {hint}"
     return problem, hint, evidence
+
+
+#: CPU architectures with no CUDA build of torch from PyTorch: download.pytorch.org's CUDA
+#: indexes serve Linux x86_64 and aarch64 wheels and Windows x86_64 ones only (PyTorch's
+#: RELEASE.md, "Release Compatibility Matrix"; https://download.pytorch.org/whl/cu128/torch/).
+NO_CUDA_WHEEL_HINT = (
+    "PyTorch publishes no CUDA wheels for {machine} (its CUDA indexes serve x86_64 and aarch64 "
+    "Linux only): build torch from source with CUDA (https://github.com/pytorch/pytorch"
+    "#from-source)"
+)
+
+
+def _machine_hint(host: Host, hint: str) -> str:
+    """The torch fix for the host's CPU: PyTorch's index where it has CUDA wheels, the
+    source build where it has none, and a word on what was assumed where the CPU is not
+    known."""
+    machine = host.machine or ""
+    if machine.lower() in ("x86_64", "amd64", "aarch64", "arm64"):
+        return hint
+    if not machine:
+        return f"if this machine is x86_64 or aarch64 (its CPU architecture is not known): {hint}"
+    return NO_CUDA_WHEEL_HINT.format(machine=machine)
 
 
 def _arch_problems(archs: list[str | None], cuda: str | None) -> tuple[list[str], list[str]]:
@@ -146,7 +171,7 @@ def _seen(host: Host) -> _Seen:
     # Bound: a GPU's PCI function names the nvidia driver (its driver link or uevent), or
     # the driver's own files list it (/proc/driver/nvidia exists only while the module runs),
     # or WSL's driver, which runs on the Windows side, exposes it.
-    bound = tuple(d for d in gpus if d.extra.get("driver") == "nvidia"
+    bound = tuple(d for d in gpus if d.extra.get("driver") in ("nvidia", "nvgpu")
                   or _evidence(d) & {"nvidia-proc", "wsl"})  # fmt: skip
     return _Seen(
         gpus=gpus,
@@ -169,6 +194,7 @@ def _found(host: Host, seen: _Seen, labels: list[str]) -> list[str]:
         ev.append(f"NVIDIA driver {seen.driver or '(version not readable)'}")
     elif seen.bound:
         via = {"driver link" for d in seen.bound if d.extra.get("driver") == "nvidia"}
+        via |= {"Jetson nvgpu" for d in seen.bound if d.extra.get("driver") == "nvgpu"}
         via |= {e for d in seen.bound for e in _evidence(d) & {"nvidia-proc", "wsl"}}
         ev.append(f"NVIDIA driver in use ({', '.join(sorted(via))}; version not read)")
     if seen.nodes:
@@ -214,11 +240,22 @@ def _torch_problems(
 ) -> None:
     """Decides what keeps torch from the GPUs: not a CUDA build, or a driver too old for its
     CUDA."""
+    from ._tegra import jetson_hint, pytorch_index_build
+
     driver = seen.driver
-    if seen.torch_issue is not None:
+    jetson = jetson_hint(seen.gpus)
+    if jetson is not None and seen.torch_issue is None and pytorch_index_build(host, seen.gpus):
+        problems.append(
+            f"the installed torch {host.torch.version if host.torch else ''} is a "
+            "download.pytorch.org CUDA build, which does not run on a Jetson's integrated GPU"
+        )
+        hints.append(jetson)
+    elif seen.torch_issue is not None:
         problems.append(seen.torch_issue[0])
-        if wheel_hint is None:
-            hints.append(seen.torch_issue[1])
+        if jetson is not None:
+            hints.append(jetson)
+        elif wheel_hint is None:
+            hints.append(_machine_hint(host, seen.torch_issue[1]))
         else:
             replaces = f" (replaces the {host.torch.flavour} build)" if host.torch else ""
             hints.append(wheel_hint + replaces)
@@ -277,7 +314,21 @@ def probe(name: str, host: Host, archs: list[str | None], labels: list[str]) -> 
         return _no_gpu(name, seen, ev)
     problems: list[str] = []
     hints: list[str] = []
-    if describes_drivers(host) and not seen.loaded:
+    from ._system import bound_elsewhere
+    from ._tegra import JETSON_NODES_HINT, jetson_gpus
+
+    elsewhere = bound_elsewhere(seen.gpus)
+    if elsewhere is not None and not seen.loaded:  # the driver bound names the reason
+        problems.append(elsewhere[0])
+        hints.append(elsewhere[1])
+    elif elsewhere is not None:
+        ev.append(f"not usable here: {elsewhere[0]}")
+    elif jetson_gpus(seen.gpus) and not seen.loaded:
+        problems.append(
+            "the Jetson's GPU driver (nvgpu) shows no device node (/dev/nvhost-gpu, /dev/nvmap)"
+        )
+        hints.append(JETSON_NODES_HINT)
+    elif describes_drivers(host) and not seen.loaded:
         problems.append(
             "the NVIDIA kernel driver is not loaded (no GPU is bound to it, no "
             "/proc/driver/nvidia/version, no /dev/nvidia* nodes)"

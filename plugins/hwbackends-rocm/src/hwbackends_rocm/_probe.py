@@ -203,6 +203,13 @@ def _why_none_usable(seen: _Seen) -> tuple[str, str | None]:
 def _driver_problems(host: Host, seen: _Seen, problems: list[str], hints: list[str]) -> None:
     """Decides what keeps ROCm from the GPUs in the kernel: amdgpu not loaded, no /dev/kfd,
     or KFD without a node for a GPU (only where the host describes its drivers)."""
+    from ._system import foreign_drivers
+
+    foreign = foreign_drivers(tuple(g.device for g in seen.usable))
+    if foreign is not None and not seen.amdgpu:  # the driver bound names the reason
+        problems.append(foreign[0])
+        hints.append(foreign[1])
+        return
     if not describes_drivers(host):
         return
     if not seen.amdgpu and not seen.kfd:

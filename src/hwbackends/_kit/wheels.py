@@ -35,22 +35,22 @@ def pip_command(index: str, release: str | None = None) -> str:
 
 @frozen
 class WheelAdvice:
-    """PyTorch's wheels and one device (or a set the advice must serve together).
-
-    ``status``: ``"default"`` (the backend's default index has kernels for it: the usual
-    install line holds), ``"index"`` (the newest release has them on ``index``), ``"older"``
-    (only an older release does: pin ``release``), ``"none"`` (no PyTorch wheel has kernels
-    for it; ``command`` is None). ``reason`` says why in a sentence a fix can carry;
-    ``vendor`` is the vendor's own support fact, when it differs from the wheels'; ``source``
-    names the build scripts (file@tag) or release notes the answer rests on.
-    """
+    """PyTorch's wheels and one device (or a set the advice must serve together)."""
 
     status: WheelStatus
+    """``"default"`` (the backend's default index has kernels for it: the usual install line
+    holds), ``"index"`` (the newest release has them on ``index``), ``"older"`` (only an older
+    release does: pin ``release``) or ``"none"`` (no PyTorch wheel has kernels for it)."""
     index: str | None
+    """The wheel index with kernels for it (``"rocm6.3"``, ``"cu126"``); None when none has."""
     release: str | None
+    """The torch release line to pin (``"2.9"``); None for the newest."""
     reason: str
+    """Why, in a sentence a fix can carry; empty when the default index serves it."""
     source: str
+    """The build scripts (file@tag), release notes or issues the answer rests on."""
     vendor: str = ""
+    """The vendor's own support fact, where it differs from the wheels' (AMD's ROCm list)."""
 
     @property
     def command(self) -> str | None:

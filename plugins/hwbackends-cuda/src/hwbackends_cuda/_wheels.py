@@ -30,8 +30,7 @@ from hwbackends.facts import WheelAdvice, pip_command, release
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
-
-    from hwbackends._kit.wheels import WheelStatus
+    from typing import Literal
 
 __all__ = [
     "WHEELS",
@@ -253,7 +252,7 @@ def wheel_for(arch: str, *, default_index: str | None = None) -> WheelAdvice:
     label = f"{sm} ({row.family})" if row is not None else sm
     a = advise([(int(sm[3:]), label)], default_index=default_index)
     if a.wheel is None:
-        status: WheelStatus = "none"
+        status: Literal["default", "index", "older", "none"] = "none"
     elif not a.reason:
         status = "default"
     else:

@@ -204,7 +204,7 @@ def test_an_unknown_arch_is_a_warning_and_unknown_in_quantization(tmp_path: Path
     text = " ".join(cli("env", "--host", host).stdout.split())
     assert (
         "! cuda:0 (NVIDIA L40S), cuda:1 (NVIDIA L40S): arch 'sm_999' is not one the cuda "
-        "backend knows (known: sm_50, "
+        "backend knows (known: sm_20, sm_30, sm_35, sm_37, sm_50, "
     ) in text
     assert (
         "sm_121); its answers about dtypes, attention and quantization on these devices are "

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
         kernels_state,
         transformers_tables,
     )
+    from hwbackends._kit.wheels import WheelAdvice, pip_command
     from hwbackends._selection.confirm import Confirmation
 
 __all__ = [
@@ -69,6 +70,7 @@ __all__ = [
     "Stack",
     "SupportLevel",
     "TransformersTables",
+    "WheelAdvice",
     "code_gated_quantization",
     "describes_drivers",
     "flash_attention_2",
@@ -77,6 +79,7 @@ __all__ = [
     "kernel_layers",
     "kernels_state",
     "major_minor",
+    "pip_command",
     "quant_support",
     "release",
     "torch_build_problem",
@@ -118,6 +121,8 @@ _WHERE = {
     "torch_install_hint": "_base.versions",
     "transformers_tables": "_kit.hf_tables",
     "version_in_range": "_base.versions",
+    "WheelAdvice": "_kit.wheels",
+    "pip_command": "_kit.wheels",
 }
 
 

@@ -15,7 +15,15 @@ import pytest
 from hwbackends_cuda import CudaBackend
 from hwbackends_cuda._arch import SM, arch_for_device_id
 from hwbackends_cuda._pciids import CHIPS, DEVICES
-from hwbackends_cuda._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on, wheel_of
+from hwbackends_cuda._wheels import (
+    NEWEST,
+    RELEASES,
+    WHEELS,
+    advise,
+    runs_on,
+    wheel_for,
+    wheel_of,
+)
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -67,6 +75,23 @@ def _function(root: Path, bus: str, vendor: str, device: str, klass: str) -> Non
 )
 def test_device_ids_name_the_product_and_arch(did: str, arch: str, product: str) -> None:
     assert arch_for_device_id(did) == (arch, product)
+
+
+@pytest.mark.parametrize(
+    ("did", "arch", "product"),
+    [
+        ("0x06d2", "sm_20", "Tesla M2070"),  # GF100GL
+        ("0x06d1", "sm_20", "Tesla C2050 / C2070"),
+        ("0x1091", "sm_20", "Tesla M2090"),  # GF110GL
+        ("0x118f", "sm_30", "Tesla K10"),  # GK104GL
+        ("0x1023", "sm_35", "Tesla K40m"),  # GK110BGL
+        ("0x102d", "sm_37", "Tesla K80"),  # GK210GL, inside GK110's block
+        ("0x1287", "sm_35", None),  # GK208 (GeForce GT 730): the block, unnamed
+    ],
+)
+def test_pre_maxwell_ids_have_their_arch(did: str, arch: str, product: str | None) -> None:
+    assert arch_for_device_id(did) == (arch, product)
+    assert SM[arch].family in ("Fermi", "Kepler")
 
 
 @pytest.mark.parametrize("did", ["0x10ef", "0x0fb0", "0x1ad6", "0x1af1", "0x22a3", "zz", ""])
@@ -133,6 +158,35 @@ def test_advice_for_a_gpu_no_wheel_serves_is_honest() -> None:
     assert none.reason.startswith("no PyTorch CUDA wheel from 2.7 to 2.14 has kernels for")
 
 
+@pytest.mark.parametrize(
+    ("arch", "status", "index", "pin"),
+    [
+        ("sm_90", "default", "cu128", None),
+        ("sm_60", "index", "cu126", None),  # Pascal: the cu126 index, not cu128
+        ("6.1", "index", "cu126", None),
+        ("sm_37", "older", "cu118", "2.7"),  # Tesla K80: torch 2.7's cu118 wheels
+        ("sm_35", "none", None, None),
+        ("sm_30", "none", None, None),
+        ("sm_20", "none", None, None),
+    ],
+)
+def test_one_device_answer(arch: str, status: str, index: str | None, pin: str | None) -> None:
+    a = wheel_for(arch)
+    assert (a.status, a.index, a.release) == (status, index, pin)
+    assert (a.command is None) == (status == "none")
+    if status == "none":  # below Maxwell: no toolkit current torch builds with can build it
+        assert a.reason.startswith("no PyTorch CUDA wheel from 2.7 to 2.14 has kernels for")
+        assert "build torch from source" not in a.reason and "cu128" not in a.reason
+
+
+def test_fermi_was_never_in_a_pytorch_wheel() -> None:
+    a = wheel_for("sm_20")
+    assert "no PyTorch wheel ever had kernels for it" in a.reason
+    assert "torch 0.2.0" in a.source  # PyTorch's oldest binary build script
+    assert "no PyTorch wheel ever" not in wheel_for("sm_30").reason  # 0.x builds had sm_30
+    assert wheel_for("gfx90a").status == "none"  # not a compute capability
+
+
 # -- hosts ------------------------------------------------------------------------------------
 
 P100_HINT = (
@@ -163,6 +217,22 @@ def test_p100_host_gets_the_cu126_hint_with_its_reason(select: Select) -> None:
     assert caps.quant("mxfp4").status == "partial"
     assert "flash_attention_2" not in [a.name for a in caps.attention]
     assert "Pascal" in caps.sources["dtypes"]
+
+
+def test_three_m2070_get_no_cu128_fix(select: Select) -> None:
+    r = select("m2070-3-fermi-no-torch")
+    cuda = r.status("cuda")
+    assert cuda.reason == (
+        "3 NVIDIA GPU(s) (3× NVIDIA Tesla M2070) found, but torch is not installed"
+    )
+    hint = cuda.probe.hint if cuda.probe is not None else None
+    assert hint is not None and "cu128" not in hint and "pip install" not in hint
+    assert hint.startswith(
+        "no PyTorch CUDA wheel from 2.7 to 2.14 has kernels for NVIDIA Tesla M2070 (sm_20, Fermi)"
+    )
+    assert "no PyTorch wheel ever had kernels for it" in hint
+    devs = CudaBackend().devices(r.host, {})
+    assert [(d.name, d.arch) for d in devs] == [("NVIDIA Tesla M2070", "sm_20")] * 3
 
 
 def test_gtx_1080_ti_with_the_cu128_wheel_is_told_why_and_what(select: Select) -> None:

@@ -110,7 +110,8 @@ def test_polaris_without_kfd_is_told_rocm_does_not_support_it(choose: Choose) ->
         "but ROCm does not support it: gfx803 is not on AMD's ROCm support list: "
         "https://rocm.docs.amd.com/projects/install-on-linux/en/latest/reference/"
         "system-requirements.html; and /dev/kfd (ROCm's compute interface) is missing; and "
-        "torch is not installed"
+        "torch is not installed; and no PyTorch ROCm wheel from 2.7 to 2.14 has kernels for "
+        "gfx803 (Radeon R9 Fury (Fiji), RX 470/480/570/580/590 (Polaris))"
     )
 
 

@@ -20,8 +20,10 @@ from dataclasses import dataclass
 
 __all__ = [
     "MODELS",
+    "PRE_MAXWELL",
     "SM",
     "ModelName",
+    "OldChip",
     "SmArch",
     "arch_for_device_id",
     "arch_for_name",
@@ -67,9 +69,18 @@ def _sm(
     return SmArch(f"sm_{cap}", cap, family, cap >= 80, cap >= 89, src, cuda_min, cuda_max)
 
 
+RN_90 = "CUDA 9.0 release notes: Fermi (sm_2x) removed from the toolkit"
+RN_110 = "CUDA 11.0 release notes: sm_30/sm_32 (Kepler) removed"
+RN_120 = "CUDA 12.0 release notes: sm_35/sm_37 (Kepler) removed"
+
 SM: Mapping[str, SmArch] = {
     a.arch: a
     for a in (
+        # older than Maxwell: no toolkit current PyTorch builds with can build for them
+        _sm(20, "Fermi", RN_90, "3.0", 8),
+        _sm(30, "Kepler", RN_110, "4.2", 10),
+        _sm(35, "Kepler", RN_120, "5.0", 11),
+        _sm(37, "Kepler", RN_120 + " (Tesla K80)", "6.5", 11),
         _sm(50, "Maxwell", RN_130, "6.5", 12),
         _sm(52, "Maxwell", RN_130, "6.5", 12),
         _sm(53, "Maxwell", RN_130 + " (Jetson TX1)", "6.5", 12),
@@ -205,9 +216,46 @@ def arch_for_name(name: str | None) -> ModelName | None:
     return _BY_NAME[name]
 
 
+PRE_MAXWELL_SOURCE = (
+    "pci.ids (https://pci-ids.ucw.cz/): the GF100/GF110/GK10x/GK110/GK208 device-id blocks "
+    f"and their products; {CC_LIST}, legacy GPUs: Fermi 2.0, GK10x 3.0, GK110/GK208 3.5, "
+    "GK210 3.7"
+)
+
+
+@dataclass(frozen=True)
+class OldChip:
+    """A block of pre-Maxwell device ids (the generated ``_pciids`` table starts at Maxwell)."""
+
+    first: int
+    last: int
+    chip: str
+    arch: str
+    products: Mapping[int, str]
+
+
+# The datacenter parts among them are named: they are the ones still found in racks.
+PRE_MAXWELL: tuple[OldChip, ...] = (
+    OldChip(0x06C0, 0x06DF, "GF100", "sm_20", {0x06D1: "Tesla C2050 / C2070",
+            0x06D2: "Tesla M2070", 0x06DE: "Tesla T20", 0x06C0: "GeForce GTX 480"}),
+    OldChip(0x1080, 0x109F, "GF110", "sm_20", {0x1091: "Tesla M2090", 0x1094: "Tesla M2075",
+            0x1096: "Tesla C2075", 0x1080: "GeForce GTX 580"}),
+    OldChip(0x0FC0, 0x0FFF, "GK107", "sm_30", {0x0FF2: "GRID K1"}),
+    OldChip(0x1180, 0x11BF, "GK104", "sm_30", {0x118F: "Tesla K10", 0x11BF: "GRID K2",
+            0x1180: "GeForce GTX 680"}),
+    OldChip(0x11C0, 0x11FF, "GK106", "sm_30", {}),
+    OldChip(0x102D, 0x102D, "GK210", "sm_37", {0x102D: "Tesla K80"}),
+    OldChip(0x1000, 0x103F, "GK110", "sm_35", {0x1021: "Tesla K20Xm", 0x1022: "Tesla K20c",
+            0x1023: "Tesla K40m", 0x1024: "Tesla K40c", 0x1026: "Tesla K20s",
+            0x1028: "Tesla K20m", 0x1005: "GeForce GTX TITAN"}),
+    OldChip(0x1280, 0x12BF, "GK208", "sm_35", {}),
+)  # fmt: skip
+
+
 def arch_for_device_id(device_id: str | int | None) -> tuple[str, str | None] | None:
     """``(arch, product name)`` for an NVIDIA PCI device id (``"0x1b06"``), from the generated
-    ``_pciids`` table (pci.ids + NVIDIA's compute-capability list); None when not listed."""
+    ``_pciids`` table (pci.ids + NVIDIA's compute-capability list), else the pre-Maxwell
+    blocks (``PRE_MAXWELL``); None when not listed."""
     from hwbackends.plugin import pci_id
 
     did = pci_id(device_id)
@@ -217,7 +265,9 @@ def arch_for_device_id(device_id: str | int | None) -> tuple[str, str | None] | 
 
     row = DEVICES.get(did)
     if row is None:
-        return None
+        # the first block that holds it (GK210's one id sits inside GK110's block)
+        old = next((c for c in PRE_MAXWELL if c.first <= did <= c.last), None)
+        return (old.arch, old.products.get(did)) if old is not None else None
     return CHIPS[row[0]][0], row[1] or None
 
 

@@ -25,13 +25,23 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hwbackends.facts import release
+from hwbackends.facts import WheelAdvice, pip_command, release
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Literal
 
-__all__ = ["WHEELS", "Advice", "Wheel", "advise", "caps_text", "runs_on", "wheel_of"]
+__all__ = [
+    "WHEELS",
+    "Advice",
+    "Wheel",
+    "advise",
+    "caps_text",
+    "runs_on",
+    "wheel_for",
+    "wheel_of",
+]
 
 INDEX_URL = "https://download.pytorch.org/whl/{index}"
 MATRIX = (
@@ -49,6 +59,12 @@ _S211 = (
     "'Dropping Volta support from CUDA-12.8 binaries for release 2.11'"
 )
 _S212 = f"{MATRIX} 'For Release 2.12, 2.13 and 2.14'"
+#: PyTorch's first binary builds, the oldest build scripts there are: nothing older than Kepler
+OLDEST_SOURCE = (
+    "pytorch/builder's manywheel build script for torch 0.2.0 (TORCH_CUDA_ARCH_LIST "
+    "3.0;3.5;5.0;5.2+PTX, plus 6.0;6.1 with CUDA 8.0)"
+)
+OLDEST_BUILDS = f"PyTorch's oldest binary builds start at compute capability 3.0 ({OLDEST_SOURCE})"
 
 _M_TO_H = (50, 60, 70, 75, 80, 86, 90)  # 12.6.3: Maxwell(5.0) ... Hopper(9.0)
 _V_TO_B = (70, 75, 80, 86, 90, 100, 120)  # Volta(7.0) ... Blackwell(10.0, 12.0)
@@ -142,8 +158,7 @@ class Advice:
     def command(self) -> str | None:
         if self.wheel is None:
             return None
-        spec = f"'torch=={self.torch_pin}.*'" if self.torch_pin else "torch"
-        return f"pip install {spec} --index-url {self.wheel.url}"
+        return pip_command(self.wheel.index, self.torch_pin)
 
 
 def _covering(line: str, caps: Sequence[int]) -> list[Wheel]:
@@ -205,10 +220,42 @@ def advise(gpus: Sequence[tuple[int, str]], *, line: str | None = None,
                 older,
                 w.source,
             )
-    return Advice(
-        None,
-        f"no PyTorch CUDA wheel from {RELEASES[0]} to {NEWEST} has kernels for {what}; build "
-        "torch from source with TORCH_CUDA_ARCH_LIST set for it",
-        None,
-        MATRIX,
+    none = f"no PyTorch CUDA wheel from {RELEASES[0]} to {NEWEST} has kernels for {what}"
+    if caps[0] >= 50:
+        return Advice(None, f"{none}; build torch from source with TORCH_CUDA_ARCH_LIST set for "
+                      "it", None, MATRIX)  # fmt: skip
+    # below Maxwell no toolkit current torch builds with can compile for it: no source build
+    oldest = min(s for w in WHEELS for s in w.sass)
+    reason = (
+        f"{none} (the oldest they carry is compute capability {oldest // 10}.{oldest % 10}), "
+        "and CUDA 12 and later cannot build for it (CUDA 12.0 release notes: Kepler and older "
+        "removed)"
     )
+    if caps[0] < 30:
+        reason += f"; no PyTorch wheel ever had kernels for it: {OLDEST_BUILDS}"
+    return Advice(None, reason, None, f"{MATRIX}; {OLDEST_SOURCE}")
+
+
+def wheel_for(arch: str, *, default_index: str | None = None) -> WheelAdvice:
+    """One device's answer (``arch`` is ``sm_60``, ``6.0`` or ``60``): the index with kernels
+    for it, the release to pin when only an older one has them, or that no wheel does."""
+    from ._arch import SM, normalise
+
+    sm = normalise(arch)
+    row = SM.get(sm or "")
+    if sm is None:
+        return WheelAdvice("none", None, None, f"{arch!r} is not a compute capability", MATRIX)
+    if default_index is None:
+        from hwbackends.facts import TORCH_INDEXES
+
+        default_index = TORCH_INDEXES["cuda"].rstrip("/").rpartition("/")[2]
+    label = f"{sm} ({row.family})" if row is not None else sm
+    a = advise([(int(sm[3:]), label)], default_index=default_index)
+    if a.wheel is None:
+        status: Literal["default", "index", "older", "none"] = "none"
+    elif not a.reason:
+        status = "default"
+    else:
+        status = "older" if a.torch_pin else "index"
+    index = a.wheel.index if a.wheel is not None else None
+    return WheelAdvice(status, index, a.torch_pin, a.reason, a.source)

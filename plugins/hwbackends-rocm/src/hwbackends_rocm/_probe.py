@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from hwbackends import Host, HostDevice
+    from hwbackends.facts import WheelAdvice
 
     from ._arch import GfxArch, PciRow
 
@@ -131,6 +132,46 @@ class _Seen:
     torch_issue: tuple[str, str] | None  # torch_build_problem's (problem, fix)
 
 
+@frozen
+class _Wheels:
+    """What PyTorch's ROCm wheel table says of the usable GPUs (``_wheels``)."""
+
+    problem: str | None  # the installed ROCm torch has no kernels for some GPU
+    hint: str | None  # the pip line (with its reason), or why no wheel serves them
+    evidence: str | None  # the rows the advice rests on, with their sources
+    advice: WheelAdvice | None = None
+
+    @property
+    def none(self) -> bool:
+        """No PyTorch ROCm wheel has kernels for some GPU."""
+        return self.advice is not None and self.advice.status == "none"
+
+
+def _wheel_advice(host: Host, usable: Sequence[Gpu]) -> _Wheels:
+    """Decides which wheel index has kernels for the usable GPUs: the installed torch's row,
+    else the default index, else the newest (or last) release whose wheels carry them."""
+    gpus = list(dict.fromkeys((g.arch, g.label) for g in usable if g.arch))
+    if not gpus or (host.machine or "").lower() not in ("x86_64", "amd64"):
+        return _Wheels(None, None, None)  # the rows are PyTorch's Linux x86_64 wheels
+    from hwbackends.facts import TORCH_INDEXES
+
+    from ._wheels import advise, install_line, lacking, wheel_of
+
+    t = host.torch
+    default = TORCH_INDEXES["rocm"].rstrip("/").rpartition("/")[2]
+    problem = line = None
+    if t is not None and t.flavour == "rocm":
+        installed = wheel_of(t.version, t.hip)
+        bad = [] if installed is None else [(a, lbl) for a, lbl in gpus if not installed.carries(a)]
+        if installed is None or not bad:
+            return _Wheels(None, None, None)
+        line = installed.torch
+        problem = f"the installed torch {t.version} has no kernels for " + lacking(installed, bad)
+    advice = advise(gpus, line=line, default_index=default)
+    evidence = f"PyTorch ROCm wheels: {advice.source}" if advice.reason else None
+    return _Wheels(problem, install_line(advice), evidence, advice)
+
+
 def _seen(host: Host, arch_of: Callable[[HostDevice], str | None] | None) -> _Seen:
     """Decides which AMD GPUs count, whether amdgpu and KFD run, and whether torch is a ROCm
     build."""
@@ -223,42 +264,64 @@ def _driver_problems(host: Host, seen: _Seen, problems: list[str], hints: list[s
         hints.append(KFD_HINT)
 
 
-def _torch_problems(host: Host, seen: _Seen, problems: list[str], hints: list[str]) -> None:
-    """Decides what keeps torch from the GPUs: not a ROCm build, or a HIP older than every
-    GPU's first ROCm release."""
+def _torch_problems(
+    host: Host, seen: _Seen, wheels: _Wheels, problems: list[str], hints: list[str]
+) -> None:
+    """Decides what keeps torch from the GPUs: not a ROCm build, a ROCm wheel without kernels
+    for them, or a HIP older than every GPU's first ROCm release."""
     if seen.torch_issue is not None:
         problems.append(seen.torch_issue[0])
-        why = f"{seen.torch_issue[1]}" + (" (to use the AMD GPU instead of the NVIDIA one)"
-                                          if seen.nvidia else "")  # fmt: skip
+        fix = seen.torch_issue[1]
+        if wheels.hint is not None:
+            fix = wheels.hint + (f" (replaces the {host.torch.flavour} build)" if host.torch
+                                 else "")  # fmt: skip
+        why = fix + (" (to use the AMD GPU instead of the NVIDIA one)" if seen.nvidia else "")
         hints.append(why)
-    elif host.torch is not None and host.torch.hip:
-        usable = seen.usable
-        too_new = [g for g in usable if g.row and g.row.min_rocm
-                   and version_in_range(host.torch.hip, g.row.min_rocm) is False]  # fmt: skip
-        if too_new and len(too_new) == len(usable):
-            need = max((g.row.min_rocm or "" for g in too_new if g.row), key=str)
-            problems.append(
-                f"torch's HIP {host.torch.hip} predates ROCm {need}, the first release for "
-                f"{_summary(too_new)}"
-            )
-            hints.append(f"install a torch build for ROCm {need} or newer")
+    elif _hip_too_old(host, seen, problems, hints):
+        return
+    elif wheels.problem is not None:
+        problems.append(wheels.problem)
+        if wheels.hint is not None:
+            hints.append(wheels.hint)
+
+
+def _hip_too_old(host: Host, seen: _Seen, problems: list[str], hints: list[str]) -> bool:
+    """Decides whether torch's HIP predates every GPU's first ROCm release (said first: no
+    wheel of that ROCm can have their kernels)."""
+    if host.torch is None or not host.torch.hip:
+        return False
+    usable = seen.usable
+    too_new = [g for g in usable if g.row and g.row.min_rocm
+               and version_in_range(host.torch.hip, g.row.min_rocm) is False]  # fmt: skip
+    if not too_new or len(too_new) != len(usable):
+        return False
+    need = max((g.row.min_rocm or "" for g in too_new if g.row), key=str)
+    problems.append(
+        f"torch's HIP {host.torch.hip} predates ROCm {need}, the first release for "
+        f"{_summary(too_new)}"
+    )
+    hints.append(f"install a torch build for ROCm {need} or newer")
+    return True
 
 
 def _support_notes(seen: _Seen, ev: list[str]) -> None:
     """Decides the evidence on each usable GPU's support: unknown to the table, or not on
     AMD's list."""
+    notes: list[str] = []
     for g in seen.usable:
         if g.row is None and g.arch:
-            ev.append(f"{g.arch} is not in hwbackends' table: support unknown")
+            notes.append(f"{g.arch} is not in hwbackends' table: support unknown")
         elif g.row is not None and g.row.support != "supported":
-            ev.append(f"{g.label} is {g.row.support} in ROCm, not on {SUPPORT_LIST}")
+            notes.append(f"{g.label} is {g.row.support} in ROCm, not on {SUPPORT_LIST}")
+    ev += dict.fromkeys(notes)  # once per target, not once per GPU
 
 
 def _unsupported(
     name: str, off_list: list[Gpu], what: str, problems: list[str], ev: list[str]
 ) -> Probe:
-    """Decides the answer where every usable GPU is off ROCm's list and something else is
-    wrong too: installing amdgpu/ROCm or a ROCm torch would not make these work, so say so."""
+    """Decides the answer where every usable GPU is off ROCm's list, no PyTorch wheel has
+    kernels for them, and something else is wrong too: installing amdgpu/ROCm or a ROCm torch
+    would not make these work, so say so."""
     return Probe(
         name,
         True,
@@ -271,6 +334,24 @@ def _unsupported(
         + "; and ".join(problems),
         None,
         tuple(ev),
+    )
+
+
+def _no_wheel(wheels: _Wheels) -> list[str]:
+    return [wheels.hint] if wheels.none and wheels.hint else []
+
+
+def _both_facts(off_list: Sequence[Gpu], advice: WheelAdvice | None) -> str:
+    """AMD's list and PyTorch's wheels, said together where they disagree."""
+    archs = list(dict.fromkeys(g.arch or "?" for g in off_list))
+    wheel = "PyTorch's wheels"
+    if advice is not None and advice.index:
+        wheel = f"PyTorch's {advice.index} wheels" + (
+            f" of torch {advice.release}" if advice.release else ""
+        )
+    return (
+        f"{' and '.join(archs)} {'is' if len(archs) == 1 else 'are'} not on {SUPPORT_LIST}, "
+        f"but {wheel} carry kernels for " + ("it" if len(archs) == 1 else "them")
     )
 
 
@@ -312,13 +393,18 @@ def probe(
         return Probe(name, bool(seen.old), seen.torch_issue is None, reason, hint, tuple(ev))
     problems: list[str] = []
     hints: list[str] = []
+    wheels = _wheel_advice(host, seen.usable)
     _driver_problems(host, seen, problems, hints)
-    _torch_problems(host, seen, problems, hints)
+    _torch_problems(host, seen, wheels, problems, hints)
     _support_notes(seen, ev)
+    if wheels.evidence is not None:
+        ev.append(wheels.evidence)
     what = f"{len(seen.usable)} AMD GPU(s) ({_summary(seen.usable)})"
     off_list = [g for g in seen.usable if g.row is not None and g.row.support == "unsupported"]
     if problems and len(off_list) == len(seen.usable):
-        return _unsupported(name, off_list, what, problems, ev)
+        if wheels.none or (wheels.hint is None and seen.torch_issue is None):
+            return _unsupported(name, off_list, what, [*problems, *_no_wheel(wheels)], ev)
+        problems.append(_both_facts(off_list, wheels.advice))
     if problems:
         return Probe(name, True, False, f"{what} found, but " + "; and ".join(problems),
                      "; then ".join(hints), tuple(ev))  # fmt: skip

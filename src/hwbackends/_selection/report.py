@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from hwbackends._base.protocol import Device, Probe
     from hwbackends._machine.host import Host
     from hwbackends._machine.values import HostDevice
+    from hwbackends._selection.verdict import Verdict
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
 
@@ -153,6 +154,11 @@ class SelectionReport:
     """Backends with hardware whose every device the visibility variables hide: for each,
     ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
     ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``."""
+    verdicts: tuple[Verdict, ...] = ()
+    """One verdict per host device, in the host's order (``Host.devices``): the backend that
+    serves it or would, with which torch build, or why none can, and the one fix. Every
+    surface (the Hardware line, the backend lines, the fixes, the Install line, ``--json``)
+    renders these."""
 
     def status(self, name: str) -> BackendStatus:
         """The status of one candidate.
@@ -187,6 +193,7 @@ class SelectionReport:
             "discovery": self.discovery,
             "visibility": dict(self.visibility) if self.visibility is not None else None,
             "hidden": [dict(h) for h in self.hidden],
+            "verdicts": [v.to_dict() for v in self.verdicts],
             "host": {
                 "source": h.source,
                 "system": h.system,

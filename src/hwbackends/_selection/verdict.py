@@ -221,11 +221,13 @@ def _support(
 
 
 def _index_in(hint: str | None) -> str | None:
-    """The wheel index a probe's fix installs from (its ``--index-url``), if it names one."""
+    """The wheel index a probe's fix installs torch from (its ``--index-url``, which replaces
+    PyPI), if it names one; an ``--extra-index-url`` is a vendor's repository beside PyPI, which
+    the Install line leaves to the backend's own step."""
     import re
 
-    m = re.search(r"--(?:extra-)?index-url[ =](\S+)", hint or "")
-    return m.group(1).rstrip(")") if m else None
+    m = re.search(r"--index-url[ =](\S+)", hint or "")
+    return m.group(1).rstrip("):;,.'\"") if m else None
 
 
 def _claimed(

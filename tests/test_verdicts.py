@@ -27,7 +27,7 @@ HOST_FILES = sorted(
     if p.stem != "typo-field"  # a host file refused on purpose (docs' error example)
 )
 TREES = sorted(str(p) for p in CASES.glob("*/root"))
-M2070 = str(PLUGINS / "hwbackends-cuda/tests/hosts/m2070-x3-sm20-cpu-torch.json")
+M2070 = str(ROOT / "tests/hosts/tesla-m2070-x3-sm20-cpu-torch.json")
 HD6670_TREE = str(CASES / "amd-radeon-hd6670-pre-gcn-vm/root")
 P100_TREE = str(CASES / "nvidia-p100-vm-driver-link-only/root")
 

@@ -83,6 +83,7 @@ def test_no_surface_names_what_a_verdict_says_cannot_serve(
             assert install["backend"] != name, (name, install)
             assert not any(origin in w for w in install["argv"]), (name, install["argv"])
             assert name not in fixes, (name, fixes[name])
+            assert all(c["fix"] is None for c in d["candidates"] if c["name"] == name)
             assert f"{name}: fix:" not in text, text
             continue
         named = {v["torch_index"] for v in vs if v["state"] == "install" and v["torch_index"]}
@@ -91,6 +92,8 @@ def test_no_surface_names_what_a_verdict_says_cannot_serve(
             if install["backend"] == name:
                 assert install["torch_index"] in named, (install, named)
             assert _indexes(fixes.get(name, "")) <= named, (fixes[name], named)
+            fix = next(c["fix"] for c in d["candidates"] if c["name"] == name)
+            assert _indexes(fix or "") <= named, (fix, named)
     if install["backend"] != "cpu":
         mine = by_backend.get(install["backend"], [])
         assert any(v["state"] in ("served", "install") for v in mine), (install, verdicts)
@@ -153,6 +156,9 @@ def test_three_fermi_teslas_get_no_cuda_wheel(capsys: pytest.CaptureFixture[str]
     assert all("no PyTorch CUDA wheel" in v["reason"] for v in d["verdicts"])
     assert d["install"]["backend"] == "cpu" and "cu1" not in d["install"]["command"]
     assert "cuda" not in _fixes(d)
+    assert any(
+        w.startswith("cuda: ") and " No fix: no PyTorch CUDA wheel" in w for w in d["warnings"]
+    )
     flat = " ".join(text.split())
     assert "cuda: no fix: no PyTorch CUDA wheel" in flat and "whl/cu" not in flat
     assert "3 × PCI device 0x06d2 (nvidia, sm_20): cuda: no PyTorch wheel supports it" in flat

@@ -78,7 +78,7 @@ from hwbackends._selection.report import (
     unregistered_device,
 )
 from hwbackends._selection.snapshot import environ_snapshot
-from hwbackends._selection.verdict import backend_fix, build_verdicts
+from hwbackends._selection.verdict import build_verdicts, unready_warnings, with_fixes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -190,10 +190,8 @@ class Registry(Plugins):
             host, [w.statuses[n] for n in sorted(w.statuses)], loaded.get, chosen.name,
             settings.timeout, {d.pci_bus_id: d.name for d in w.devices if d.pci_bus_id and d.name},
         )  # fmt: skip
-        for p in w.hardware_unready:
-            # the fix the devices' verdicts allow: none where no build would run them
-            hint = backend_fix(p.backend, p, verdicts)
-            w.warnings.append(f"{p.backend}: {p.reason}." + (f" Fix: {hint}" if hint else ""))
+        w.statuses = with_fixes(w.statuses, verdicts)
+        w.warnings.extend(unready_warnings(w.hardware_unready, verdicts))
         w.warnings.extend(failed)
         w.warnings.extend(take_reports())
         w.warnings.extend(unserved)

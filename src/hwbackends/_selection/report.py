@@ -61,6 +61,10 @@ class BackendStatus:
     replaced_by: str | None = None
     """The distribution that replaces this one (its state is then ``"disabled"``); None when
     none does."""
+    fix: str | None = None
+    """The fix its devices' verdicts allow (``SelectionReport.verdicts``): its probe's hint
+    where one of its devices can be served once it is applied, else the devices' own fix, else
+    None (no build of it would run them, or nothing to fix)."""
 
     @property
     def source(self) -> str:
@@ -100,6 +104,7 @@ class BackendStatus:
             "replaced_by": self.replaced_by,
             "reason": self.reason,
             "probe": self.probe.to_dict() if self.probe else None,
+            "fix": self.fix,
             "error": self.error,
             "probe_ms": round(self.probe_ms, 3),
         }

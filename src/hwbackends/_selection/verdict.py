@@ -20,7 +20,16 @@ if TYPE_CHECKING:
 
     VerdictState = Literal["served", "install", "unusable", "no-backend"]
 
-__all__ = ["Verdict", "backend_fix", "build_verdicts", "install_choice", "verdict_groups"]
+__all__ = [
+    "Verdict",
+    "backend_fix",
+    "build_verdicts",
+    "install_choice",
+    "unready_warnings",
+    "unusable_note",
+    "verdict_groups",
+    "with_fixes",
+]
 
 #: What each state means, in the words the reports use.
 STATE_WORDS: Mapping[str, str] = {
@@ -332,6 +341,30 @@ def unusable_note(name: str, verdicts: Sequence[Verdict]) -> str | None:
     if not mine or any(v.servable for v in mine):
         return None
     return "; ".join(dict.fromkeys(v.reason for v in mine))
+
+
+def with_fixes(
+    statuses: Mapping[str, BackendStatus], verdicts: Sequence[Verdict]
+) -> dict[str, BackendStatus]:
+    """Each probed status with the fix its devices' verdicts allow (``BackendStatus.fix``)."""
+    from hwbackends._base.record import replace
+
+    return {
+        name: replace(s, fix=backend_fix(name, s.probe, verdicts)) if s.probe is not None else s
+        for name, s in statuses.items()
+    }
+
+
+def unready_warnings(probes: Sequence[Probe], verdicts: Sequence[Verdict]) -> list[str]:
+    """A warning for each backend whose hardware is present but not ready: its reason, then the
+    fix its devices' verdicts allow, or why no build would run them."""
+    out = []
+    for p in probes:
+        fix = backend_fix(p.backend, p, verdicts)
+        note = None if fix else unusable_note(p.backend, verdicts)
+        tail = f" Fix: {fix}" if fix else (f" No fix: {note}" if note else "")
+        out.append(f"{p.backend}: {p.reason}.{tail}")
+    return out
 
 
 def install_choice(verdicts: Sequence[Verdict], chosen: str) -> tuple[str | None, Verdict | None]:

@@ -39,7 +39,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     )
     lines += ["", st.bold("Candidates")]
     for c in report.candidates:
-        lines += _candidate_lines(c, named, view, report)
+        lines += _candidate_lines(c, named, view)
     lines += _rest_lines(report, st, view)
     if conf is not None:
         lines += ["", *render_confirmation(conf, st)]
@@ -47,9 +47,7 @@ def cmd_explain(args: argparse.Namespace) -> int:
     return 0 if conf is None or conf.ok else 1
 
 
-def _candidate_lines(
-    c: BackendStatus, named: str, view: _View, report: SelectionReport
-) -> list[str]:
+def _candidate_lines(c: BackendStatus, named: str, view: _View) -> list[str]:
     """Decides what is shown of one candidate: its state, probe answer, evidence, reason and
     (where the hardware is, or for the backend asked for) its fix."""
     w = "      "
@@ -68,11 +66,8 @@ def _candidate_lines(
     lines += view.wrap(c.reason, w, w)
     # a fix is worth reading only where the hardware is, or for the backend asked for:
     # installing nine absent vendors' stacks fixes nothing
-    from hwbackends._selection.verdict import backend_fix
-
-    fix = backend_fix(c.name, c.probe, report.verdicts)
-    if c.probe and fix and (c.probe.hardware_present or c.name == named):
-        lines += view.wrap(f"fix: {fix}", w, w + "  ")
+    if c.probe and c.fix and (c.probe.hardware_present or c.name == named):
+        lines += view.wrap(f"fix: {c.fix}", w, w + "  ")
     return lines
 
 

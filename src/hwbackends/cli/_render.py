@@ -438,13 +438,13 @@ def render_backends(
             f"  {_MARK['unavailable']}  ",
             "     ",
         )
-    from hwbackends._selection.verdict import backend_fix, unusable_note
+    from hwbackends._selection.verdict import unusable_note
 
     for c in report.candidates:
         unready = c.probe is not None and c.probe.hardware_present and not c.probe.available
-        if unready and (fix := backend_fix(c.name, c.probe, report.verdicts)):
+        if unready and c.fix:  # the fix the devices' verdicts allow
             # a fix is a command to run: never shortened, its URL is the index to install from
-            lines += view.wrap(f"{c.name}: fix: {fix}", "    ", "      ")
+            lines += view.wrap(f"{c.name}: fix: {c.fix}", "    ", "      ")
         elif unready and (note := unusable_note(c.name, report.verdicts)):
             # no fix would help: installing its torch build would not run these devices
             lines += view.wrap_brief(f"{c.name}: no fix: {note}", "    ", "      ")

@@ -93,7 +93,8 @@ def test_from_system_reads_fake_tree(fake_root: Path, tmp_path: Path) -> None:
     write(site, "Foo_Bar.egg-info/PKG-INFO", "Name: Foo.Bar\nVersion: 3.1\n\n")
     # the cuda and rocm plugins (installed with the tests) order and name the GPUs
     h = Host.from_system(str(fake_root), path=[str(site)])
-    assert h.source == "system" and not h.simulated
+    # another tree than / is not this machine: the source `env --root` shows, for API and CLI
+    assert h.source == f"root {fake_root}" and h.simulated
     nv = h.devices_of("nvidia")
     assert [d.pci_bus_id for d in nv] == ["0000:41:00.0", "0000:c1:00.0"]  # PCI bus order
     assert [d.uuid for d in nv] == ["GPU-aaaa1111", "GPU-bbbb2222"]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
         AttentionOption,
         Capabilities,
         Device,
+        DeviceSupport,
         Limitation,
         Probe,
         QuantSupport,
@@ -42,6 +43,7 @@ __all__ = [
     "BaseBackend",
     "Capabilities",
     "Device",
+    "DeviceSupport",
     "Limitation",
     "Probe",
     "QuantSupport",
@@ -63,9 +65,15 @@ SDPA_SOURCE = (
 )
 
 
+#: The protocol's data classes among ``__all__`` (its capitalised names but the base class).
+_PROTOCOL = frozenset(
+    n for n in __all__ if n[0].isupper() and n not in ("API_VERSION", "BaseBackend")
+)
+
+
 def __getattr__(name: str) -> object:
     # The protocol's data classes, re-exported for plugin authors, imported on first use.
-    if name in ("AttentionOption", "Capabilities", "Device", "Limitation", "Probe", "QuantSupport"):
+    if name in _PROTOCOL:
         from hwbackends._base import protocol as _protocol
 
         value = getattr(_protocol, name)

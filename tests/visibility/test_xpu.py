@@ -202,3 +202,29 @@ def test_an_intel_card_with_no_tiles_is_refused() -> None:
     host = Host.from_dict({"devices": [{"vendor": "intel", "tiles": 0}]})
     with pytest.raises(VisibilityError, match="intel device 0 has tiles=0"):
         explain_visibility("xpu", {}, host)
+
+
+@pytest.mark.parametrize("value", ["0", "00", "+0", " 0", "", "1x", "off"])
+def test_pci_order_off_keeps_the_card_order_uncertain(value: str) -> None:
+    # Level Zero sorts cards by PCI id only for a nonzero number: 0 (or no number) is the
+    # driver's own order, which must stay uncertain with the warning (a planted "0 reads as
+    # on" survived the whole suite)
+    report = explain_visibility(
+        "xpu",
+        {"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_ENABLE_PCI_ID_DEVICE_ORDER": value},
+        MAX,
+    )
+    assert report.uncertain
+    assert any("ZE_ENABLE_PCI_ID_DEVICE_ORDER=1" in w for w in report.warnings)
+    assert "Cards are enumerated by ascending PCI bus id." not in [str(s) for s in report.steps]
+
+
+@pytest.mark.parametrize("value", ["1", " 1", "+2"])
+def test_pci_order_on_pins_the_card_order(value: str) -> None:
+    report = explain_visibility(
+        "xpu",
+        {"ZE_FLAT_DEVICE_HIERARCHY": "COMPOSITE", "ZE_ENABLE_PCI_ID_DEVICE_ORDER": value},
+        MAX,
+    )
+    assert not report.uncertain and not report.warnings
+    assert "Cards are enumerated by ascending PCI bus id." in [str(s) for s in report.steps]

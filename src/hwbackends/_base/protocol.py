@@ -33,6 +33,7 @@ __all__ = [
     "Backend",
     "Capabilities",
     "Device",
+    "DeviceSupport",
     "Limitation",
     "Probe",
     "QuantSupport",
@@ -122,6 +123,50 @@ class Probe:
             "reason": self.reason,
             "hint": self.hint,
             "evidence": list(self.evidence),
+        }
+
+
+@frozen
+class DeviceSupport:
+    """What a backend says of one of its host devices: whether any torch build it knows runs
+    it, from which wheel index, and the fix. Returned by a backend's optional
+    ``device_support(host)`` hook, one per device of ``host_devices(host)``; a backend
+    without the hook gets the same facts derived from its probe."""
+
+    pci_bus_id: str | None
+    """The device's PCI address as the host lists it, or None when it has none."""
+    label: str
+    """The device as the backend names it (``"NVIDIA Tesla P100 PCIe 16GB (sm_60, Pascal)"``)."""
+    supported: bool | None
+    """True: a torch build of this backend runs it; False: none does (too old, not a target of
+    the vendor's stack); None: unknown (an architecture the backend's tables do not list)."""
+    reason: str
+    """Why, in one sentence, with its source: the wheels that have kernels for it, or that
+    none has."""
+    torch_index: str | None = None
+    """The PyTorch wheel index that has kernels for it (and for the backend's other
+    supported devices here), or None: the backend's default index, or a vendor's own
+    install step."""
+    torch_pin: str | None = None
+    """The torch release line to install from that index (``"2.11"``) when the newest does
+    not serve it, else None."""
+    last_release: str | None = None
+    """For an unsupported device: the last torch release that had kernels for it, if known."""
+    fix: str | None = None
+    """The one fix for this device where installing this backend's torch is not it (build
+    torch from source, another driver), else None."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as plain JSON values."""
+        return {
+            "pci_bus_id": self.pci_bus_id,
+            "label": self.label,
+            "supported": self.supported,
+            "reason": self.reason,
+            "torch_index": self.torch_index,
+            "torch_pin": self.torch_pin,
+            "last_release": self.last_release,
+            "fix": self.fix,
         }
 
 
@@ -330,6 +375,10 @@ def _tuple_of(cls: type) -> Any:
     return lambda v: isinstance(v, tuple) and all(isinstance(x, cls) for x in v)
 
 
+def _opt_bool(v: object) -> bool:
+    return v is None or _bool(v)
+
+
 def _str_map(v: object) -> bool:
     return isinstance(v, Mapping) and all(
         isinstance(k, str) and isinstance(x, str) for k, x in v.items()
@@ -357,6 +406,16 @@ _SCHEMAS: dict[type, dict[str, tuple[Any, str]]] = {
         "memory_bytes": (_opt_int, "int or None"),
         "sub_index": (_opt_int, "int or None"),
         "label": (_opt_str, "str or None"),
+    },
+    DeviceSupport: {
+        "pci_bus_id": (_opt_str, "str or None"),
+        "label": (_str, "str"),
+        "supported": (_opt_bool, "bool or None"),
+        "reason": (_str, "str"),
+        "torch_index": (_opt_str, "str or None"),
+        "torch_pin": (_opt_str, "str or None"),
+        "last_release": (_opt_str, "str or None"),
+        "fix": (_opt_str, "str or None"),
     },
     AttentionOption: {
         "name": (_str, "str"),

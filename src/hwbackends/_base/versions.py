@@ -165,10 +165,18 @@ def torch_build_problem(host: Host, flavour: str) -> tuple[str, str] | None:
 def describes_drivers(host: Host) -> bool:
     """Whether the host says anything about kernel drivers and ``/dev`` nodes.
 
-    The real machine always does. A host file that lists neither ``drivers`` nor
-    ``device_nodes`` leaves them unknown: plugins should then assume the driver is loaded
-    rather than report a missing driver the file never described.
+    The real machine always does, and so does a machine's tree read under another root
+    (``Host.from_system(root=...)``, ``--root``: its ``/sys`` and ``/dev`` are what that
+    machine shows). A host file that lists neither ``drivers`` nor ``device_nodes`` leaves
+    them unknown: plugins should then assume the driver is loaded rather than report a
+    missing driver the file never described.
 
     :param host: the machine, real or simulated.
     """
-    return not host.simulated or bool(host.drivers) or bool(host.device_nodes)
+    tree = not host.simulated or host.source.startswith(ROOT_SOURCE)
+    return tree or bool(host.drivers) or bool(host.device_nodes)
+
+
+#: The ``Host.source`` of a machine read under another root than ``/``: that tree, not the
+#: machine running this (``Host.from_system(root=...)``, ``hwbackends env --root``).
+ROOT_SOURCE = "root "

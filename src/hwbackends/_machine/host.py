@@ -224,16 +224,27 @@ class Host:
         ``read_devices`` hook. Accelerator-class functions nobody claims are kept too, so that
         the report can say which plugin to install.
 
-        :param root: the folder whose ``sys``, ``proc`` and ``dev`` are read (``/``).
+        :param root: the folder whose ``sys``, ``proc`` and ``dev`` are read (``/``). Another
+            folder than ``/`` is another machine's tree: ``source`` is then ``"root <root>"``
+            and the host counts as ``simulated``, as ``hwbackends env --root`` reads it.
         :param path: the folders searched for installed distributions and torch's
             ``version.py``; None: ``sys.path``.
         :param system: the operating system name to assume; None: ``os.uname()``'s.
         :param backends: the backends whose declarations are used; None: the installed ones
             that load, less those ``HWBACKENDS_PLUGINS`` / ``HWBACKENDS_DISABLE`` turn off.
         """
+        import os
+
+        from hwbackends._base.versions import ROOT_SOURCE
         from hwbackends._machine.reader import read_system
 
-        return cls(**read_system(root, path=path, system=system, backends=backends))
+        fields = read_system(root, path=path, system=system, backends=backends)
+        if os.path.realpath(root) != os.path.realpath("/"):
+            # another tree, not this machine: the same host `hwbackends env --root` reads, so
+            # the API and the CLI give one diagnosis (a tree shows drivers only where it holds
+            # them; --confirm cannot check it)
+            fields["source"] = ROOT_SOURCE + root
+        return cls(**fields)
 
 
 # -- host-file helpers ---------------------------------------------------------------------

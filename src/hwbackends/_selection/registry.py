@@ -78,6 +78,7 @@ from hwbackends._selection.report import (
     unregistered_device,
 )
 from hwbackends._selection.snapshot import environ_snapshot
+from hwbackends._selection.verdict import build_verdicts, unready_warnings, with_fixes
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -184,9 +185,14 @@ class Registry(Plugins):
         w.statuses[chosen.name] = _replace_state(w.statuses[chosen.name], "selected")
         unserved = _unserved_hardware(host, w.statuses, w.by_name)
         rule, reason = _rule(w, chosen, unserved)
-        for p in w.hardware_unready:
-            fix = f" Fix: {p.hint}" if p.hint else ""
-            w.warnings.append(f"{p.backend}: {p.reason}.{fix}")
+        loaded = {c.name: c.backend for c in to_probe if c.backend is not None}
+        verdicts, failed = build_verdicts(
+            host, [w.statuses[n] for n in sorted(w.statuses)], loaded.get, chosen.name,
+            settings.timeout, {d.pci_bus_id: d.name for d in w.devices if d.pci_bus_id and d.name},
+        )  # fmt: skip
+        w.statuses = with_fixes(w.statuses, verdicts)
+        w.warnings.extend(unready_warnings(w.hardware_unready, verdicts))
+        w.warnings.extend(failed)
         w.warnings.extend(take_reports())
         w.warnings.extend(unserved)
         dt = w.devices[0].device_type if w.devices else chosen.device_type
@@ -209,6 +215,7 @@ class Registry(Plugins):
             visibility=vis,
             debug=settings.debug,
             hidden=tuple(w.hidden),
+            verdicts=verdicts,
         )
 
     def _candidate(self, w: _Round, name: str) -> Candidate | None:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from hwbackends._base.protocol import Device, Probe
     from hwbackends._machine.host import Host
     from hwbackends._machine.values import HostDevice
+    from hwbackends._selection.verdict import Verdict
 
     State = Literal["selected", "available", "unavailable", "broken", "disabled", "not-probed"]
 
@@ -60,6 +61,10 @@ class BackendStatus:
     replaced_by: str | None = None
     """The distribution that replaces this one (its state is then ``"disabled"``); None when
     none does."""
+    fix: str | None = None
+    """The fix its devices' verdicts allow (``SelectionReport.verdicts``): its probe's hint
+    where one of its devices can be served once it is applied, else the devices' own fix, else
+    None (no build of it would run them, or nothing to fix)."""
 
     @property
     def source(self) -> str:
@@ -99,6 +104,7 @@ class BackendStatus:
             "replaced_by": self.replaced_by,
             "reason": self.reason,
             "probe": self.probe.to_dict() if self.probe else None,
+            "fix": self.fix,
             "error": self.error,
             "probe_ms": round(self.probe_ms, 3),
         }
@@ -153,6 +159,11 @@ class SelectionReport:
     """Backends with hardware whose every device the visibility variables hide: for each,
     ``backend``, the ``variables`` set, the engine's per-entry ``reasons``, all its
     ``steps``, ``physical_devices`` (seen with the variables unset) and the ``fix``."""
+    verdicts: tuple[Verdict, ...] = ()
+    """One verdict per host device, in the host's order (``Host.devices``): the backend that
+    serves it or would, with which torch build, or why none can, and the one fix. Every
+    surface (the Hardware line, the backend lines, the fixes, the Install line, ``--json``)
+    renders these."""
 
     def status(self, name: str) -> BackendStatus:
         """The status of one candidate.
@@ -187,6 +198,7 @@ class SelectionReport:
             "discovery": self.discovery,
             "visibility": dict(self.visibility) if self.visibility is not None else None,
             "hidden": [dict(h) for h in self.hidden],
+            "verdicts": [v.to_dict() for v in self.verdicts],
             "host": {
                 "source": h.source,
                 "system": h.system,

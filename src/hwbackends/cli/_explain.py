@@ -66,8 +66,8 @@ def _candidate_lines(c: BackendStatus, named: str, view: _View) -> list[str]:
     lines += view.wrap(c.reason, w, w)
     # a fix is worth reading only where the hardware is, or for the backend asked for:
     # installing nine absent vendors' stacks fixes nothing
-    if c.probe and c.probe.hint and (c.probe.hardware_present or c.name == named):
-        lines += view.wrap(f"fix: {c.probe.hint}", w, w + "  ")
+    if c.probe and c.fix and (c.probe.hardware_present or c.name == named):
+        lines += view.wrap(f"fix: {c.fix}", w, w + "  ")
     return lines
 
 

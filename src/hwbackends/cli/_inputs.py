@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
     from hwbackends._machine.host import Host
     from hwbackends._selection.report import BackendStatus, SelectionReport
+    from hwbackends._selection.verdict import Verdict
 
 
 def parse_env_overrides(items: Sequence[str]) -> dict[str, str]:
@@ -74,20 +75,16 @@ def _inputs(args: argparse.Namespace) -> tuple[dict[str, str], Host]:
         from hwbackends._selection.registry import installed_backends
 
         host = Host.from_system(root or "/", backends=installed_backends({**live, **overrides}))
+    from hwbackends._base.versions import ROOT_SOURCE
+
     base: dict[str, str] = dict(host.env) if host.simulated and host.env is not None else {}
-    if not host.simulated:
+    if not host.simulated or host.source.startswith(ROOT_SOURCE):  # a tree: this process's env
         base = live
     else:
         # The library's own switches still come from the real environment.
         base.update({k: v for k, v in live.items() if k.startswith("HWBACKENDS_")})
         base.pop("HWBACKENDS_HOST", None)
     base.update(overrides)
-    if root is not None and os.path.realpath(root) != os.path.realpath("/"):
-        from hwbackends._base.record import replace
-        from hwbackends.cli._render import ROOT_SOURCE
-
-        # another tree, not this machine: reports say so, and --confirm cannot check it
-        host = replace(host, source=ROOT_SOURCE + root)
     if args.backend is not None:
         _check_backend_option(args.backend)
         base["HWBACKENDS_BACKEND"] = args.backend
@@ -269,11 +266,14 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     the torch wheel index of that hardware (``--extra-index-url``, so PyPI still serves the
     rest and pip takes the index's build, the higher local version).
 
-    The hardware is the chosen backend's, else that of a backend whose hardware is present
-    but not ready (a cuda machine with a CPU torch wants the CUDA build), else the CPU. The
-    pip is this interpreter's (``python -m pip``: a bare ``pip`` may be another Python's);
-    ``argv`` is the command as words, ``command`` the same quoted for a POSIX shell, and
-    ``needed`` False when all of it is installed already."""
+    The hardware and the index are the devices' verdicts' (``SelectionReport.verdicts``): the
+    chosen backend's when it serves a device here, else those of a backend that can serve one
+    once installed (a cuda machine with a CPU torch wants the CUDA build), with the wheel
+    index that backend names for them; else the CPU (no device any installed backend can
+    serve, such as a GPU no PyTorch wheel has kernels for). The pip is this interpreter's
+    (``python -m pip``: a bare ``pip`` may be another Python's); ``argv`` is the command as
+    words, ``command`` the same quoted for a POSIX shell, and ``needed`` False when all of it
+    is installed already."""
     import shlex
     import sys
 
@@ -281,7 +281,7 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     from hwbackends._base.versions import TORCH_INDEXES
     from hwbackends._discovery.catalog import install_spec
 
-    target = _install_target(report)
+    target, verdict = _install_target(report)
     checkout, core = _core_spec()
     argv = [sys.executable, "-m", "pip", "install", core]
     flavour: str | None = "cpu"
@@ -291,7 +291,11 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
         name = target.name
         argv.append(install_spec(target.origin, checkout)[0])
         flavour, hint = _flavour_and_hint(target.name)
-    index = TORCH_INDEXES.get(flavour or "")
+    index = (verdict.torch_index if verdict is not None else None) or TORCH_INDEXES.get(
+        flavour or ""
+    )
+    if verdict is not None and verdict.torch_pin:  # the newest torch has no kernels for it
+        argv.append(f"torch=={verdict.torch_pin}.*")
     if index:
         argv += ["--extra-index-url", index]
     packages = report.host.packages if report.host is not None else {}
@@ -309,17 +313,16 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     }
 
 
-def _install_target(report: SelectionReport) -> BackendStatus | None:
-    """Decides whose hardware the Install line is for: the chosen backend's, else that of a
-    backend whose hardware is present but not ready, else None (the CPU)."""
+def _install_target(report: SelectionReport) -> tuple[BackendStatus | None, Verdict | None]:
+    """Decides whose hardware the Install line is for, from the devices' verdicts: the
+    backend's status and the verdict whose build it installs, or ``(None, None)`` (the CPU)."""
+    from hwbackends._selection.verdict import install_choice
+
+    name, verdict = install_choice(report.verdicts, report.chosen)
     for c in report.candidates:
-        if c.name == report.chosen and c.name != "cpu":
-            return c
-    for c in report.candidates:
-        present = c.probe is not None and c.probe.hardware_present
-        if present and c.name != "cpu" and c.state in ("unavailable", "available"):
-            return c
-    return None
+        if name is not None and c.name == name:
+            return c, verdict
+    return None, None
 
 
 def _core_spec() -> tuple[str | None, str]:
@@ -346,13 +349,10 @@ def _flavour_and_hint(name: str) -> tuple[str | None, str]:
 
 def _ready(report: SelectionReport, name: str) -> bool:
     """Whether the Install line's backend is the one already serving this process (and, for
-    the CPU, no accelerator waits for another torch build)."""
+    the CPU, no device waits for another torch build)."""
     if name != report.chosen:
         return False
-    return name != "cpu" or not any(
-        c.state == "unavailable" and c.probe is not None and c.probe.hardware_present
-        for c in report.candidates
-    )
+    return name != "cpu" or not any(v.state == "install" for v in report.verdicts)
 
 
 def _confirmation(args: argparse.Namespace, report: SelectionReport, env: dict[str, str]) -> Any:

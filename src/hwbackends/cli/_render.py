@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any
 
+# the source of a machine read under ``--root DIR`` (re-exported: the commands test for it)
+from hwbackends._base.versions import ROOT_SOURCE as ROOT_SOURCE
+
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
@@ -12,6 +15,7 @@ if TYPE_CHECKING:
     from hwbackends._machine.host import Host
     from hwbackends._machine.values import HostDevice
     from hwbackends._selection.report import SelectionReport
+    from hwbackends._selection.verdict import Verdict
 
 
 def _call(name: str, kwargs: dict[str, Any]) -> str:
@@ -157,7 +161,7 @@ def shell_word(word: str) -> str:
     import shlex
 
     key, sep, value = word.partition("=")
-    if sep and key.isidentifier():
+    if sep and key.isidentifier() and not value.startswith("="):  # not a pin (torch==2.11.*)
         return f"{key}={shlex.quote(value)}"
     return shlex.quote(word)
 
@@ -256,10 +260,6 @@ def versions_of(host: Host) -> dict[str, Any]:
     }
 
 
-#: The source of a machine read under ``--root DIR``: that tree, not the machine running this.
-ROOT_SOURCE = "root "
-
-
 def build_name(h: Host) -> str:
     """The torch build in words: its runtime (``cuda``, ``rocm``, ``xpu``), else the label of
     a vendor's own build (``2.6.0+hpu.synapse.v1.21.0`` is Intel Gaudi's ``hpu`` build), else
@@ -299,7 +299,7 @@ def render_host(
         lines.append(st.bold("Hardware") + "  no device of an accelerator vendor")
         return lines
     if not view.verbose:
-        return lines + _hardware_lines(h, used, st, view)
+        return lines + _hardware_lines(h, used, st, view, report.verdicts)
     # Every PCI function of an accelerator vendor: the backends below decide which of
     # them are accelerators (a cloud VM's VGA function is listed here, not used there).
     lines.append(st.bold("Devices of accelerator vendors"))
@@ -337,31 +337,44 @@ def _software_line(h: Host, v: Mapping[str, Any]) -> str:
     return " · ".join(soft + present)
 
 
-def _hardware_lines(h: Host, used: Mapping[str, Device], st: _Style, view: _View) -> list[str]:
+def _hardware_lines(
+    h: Host,
+    used: Mapping[str, Device],
+    st: _Style,
+    view: _View,
+    verdicts: Sequence[Verdict] = (),
+) -> list[str]:
     """Decides the Hardware lines: identical devices on one line each kind (the per-device
     table is in --verbose and the devices this process sees are listed below)."""
-    served = {
-        d.vendor: used[d.pci_bus_id].backend
-        for d in h.devices
-        if d.pci_bus_id and d.pci_bus_id in used
-    }
-    groups: dict[tuple[str, str, str, str, str], int] = {}
-    for d in h.devices:
+    by_position = {v.position: v for v in verdicts}
+    groups: dict[tuple[str, str, str, str, str, str], int] = {}
+    for i, d in enumerate(h.devices):
         name, arch = _named(d, used)
+        v = by_position.get(i)
         if not name:
             name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
-            if d.vendor in served:  # a function beside the accelerators (a bridge...)
-                arch = f"not used by the {served[d.vendor]} backend"
-        key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
+        if v is not None and v.backend is None and v.reason.startswith("not used by the"):
+            arch = v.reason.partition(" (")[0]  # a function beside the accelerators (a bridge...)
+        key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d), _verdict_words(v))
         groups[key] = groups.get(key, 0) + 1
     lines: list[str] = []
     label = st.bold("Hardware") + "  "
-    for (name, vendor, arch, mem, found), n in groups.items():
+    for (name, vendor, arch, mem, found, said), n in groups.items():
         detail = ", ".join(x for x in (vendor, arch, mem) if x)
         found = f"; found by {found}" if found else ""
-        lines += view.wrap(f"{n} × {name} ({detail}{found})", label, " " * 10)
+        lines += view.wrap(f"{n} × {name} ({detail}{found}){said}", label, " " * 10)
         label = " " * 10
     return lines
+
+
+def _verdict_words(v: Verdict | None) -> str:
+    """A device's verdict on its Hardware line where no backend can serve it: what its
+    backend's row and the Install line then leave out."""
+    if v is None or v.state != "unusable" or v.backend is None:
+        return ""
+    if v.build:
+        return f": {v.backend}: {v.build}"
+    return f": not usable by the {v.backend} backend"
 
 
 def _device_rows(h: Host, used: Mapping[str, Device]) -> list[list[str]]:
@@ -425,10 +438,16 @@ def render_backends(
             f"  {_MARK['unavailable']}  ",
             "     ",
         )
+    from hwbackends._selection.verdict import unusable_note
+
     for c in report.candidates:
-        if c.probe and c.probe.hint and c.probe.hardware_present and not c.probe.available:
+        unready = c.probe is not None and c.probe.hardware_present and not c.probe.available
+        if unready and c.fix:  # the fix the devices' verdicts allow
             # a fix is a command to run: never shortened, its URL is the index to install from
-            lines += view.wrap(f"{c.name}: fix: {c.probe.hint}", "    ", "      ")
+            lines += view.wrap(f"{c.name}: fix: {c.fix}", "    ", "      ")
+        elif unready and (note := unusable_note(c.name, report.verdicts)):
+            # no fix would help: installing its torch build would not run these devices
+            lines += view.wrap_brief(f"{c.name}: no fix: {note}", "    ", "      ")
         if debug and c.traceback:
             lines.append(st.dim("    " + c.traceback.replace("\n", "\n    ").rstrip()))
     return lines

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from hwbackends import Host, HostDevice, Probe
     from hwbackends.facts import Confirmation
+    from hwbackends.plugin import DeviceSupport
 
 __all__ = ["CudaBackend"]
 
@@ -124,6 +125,15 @@ class CudaBackend(BaseBackend):
         own = self.host_devices(host)
         archs = [self.arch_of(d) for d in own]
         return _probe.probe(self.name, host, archs, [self.label_of(d) for d in own])
+
+    def device_support(self, host: Host) -> tuple[DeviceSupport, ...]:
+        """Each GPU's wheel index, or that no PyTorch wheel has kernels for it (the core's
+        one verdict per device)."""
+        from . import _support
+
+        own = self.host_devices(host)
+        archs = [self.arch_of(d) for d in own]
+        return _support.device_support(host, own, archs, [self.label_of(d) for d in own])
 
     # -- devices -----------------------------------------------------------------------------
 

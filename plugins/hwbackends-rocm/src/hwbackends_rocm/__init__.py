@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from typing import ClassVar
 
     from hwbackends import Host, HostDevice, Probe
+    from hwbackends.plugin import DeviceSupport
 
 __all__ = ["RocmBackend"]
 
@@ -129,6 +130,13 @@ class RocmBackend(BaseBackend):
             return " ".join(f"{k}={v}" for k, v in env.items()) or None
 
         return _probe.probe(self.name, host, pin, self.arch_of)
+
+    def device_support(self, host: Host) -> tuple[DeviceSupport, ...]:
+        """Which AMD devices no ROCm build of torch can run on (the core's one verdict per
+        device)."""
+        from . import _support
+
+        return _support.device_support(host, self.arch_of)
 
     def make_device(
         self,

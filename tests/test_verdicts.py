@@ -1,0 +1,247 @@
+"""One verdict per device, rendered everywhere: the Install line, every fix and the Hardware
+line never name a backend, plugin or wheel index that a device's verdict says cannot serve it,
+and the Python API and the CLI give one diagnosis for the same tree or host file."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from coretest import needs_plugins, run_main
+
+from hwbackends import Host, explain
+
+ROOT = Path(__file__).resolve().parent.parent
+PLUGINS = ROOT / "plugins"
+CASES = ROOT / "tests" / "real_machines" / "cases"
+HOST_FILES = sorted(
+    str(p)
+    for p in (
+        *ROOT.glob("tests/hosts/*.json"),
+        *ROOT.glob("docs/hosts/*.json"),
+        *PLUGINS.glob("hwbackends-*/tests/hosts/*.json"),
+    )
+    if p.stem != "typo-field"  # a host file refused on purpose (docs' error example)
+)
+TREES = sorted(str(p) for p in CASES.glob("*/root"))
+M2070 = str(ROOT / "tests/hosts/tesla-m2070-x3-sm20-cpu-torch.json")
+HD6670_TREE = str(CASES / "amd-radeon-hd6670-pre-gcn-vm/root")
+P100_TREE = str(CASES / "nvidia-p100-vm-driver-link-only/root")
+
+pytestmark = needs_plugins
+
+
+def _machine(where: str) -> tuple[str, ...]:
+    return ("--root", where) if where in TREES else ("--host", where)
+
+
+def _env(capsys: pytest.CaptureFixture[str], where: str) -> tuple[dict[str, Any], str]:
+    """``env --json`` and ``env``'s text of a machine."""
+    _, out, _ = run_main(capsys, "env", "--json", *_machine(where))
+    _, text, _ = run_main(capsys, "env", *_machine(where))
+    return json.loads(out), text
+
+
+def _indexes(text: str) -> set[str]:
+    """The torch wheel indexes a fix installs from (``--index-url``)."""
+    return {u.rstrip("):;,.") for u in re.findall(r"--index-url[ =]'?([^\s']+)", text)}
+
+
+def _fixes(d: dict[str, Any]) -> dict[str, str]:
+    """Backend name -> the fix its warning gives (the words after "Fix: ")."""
+    out = {}
+    for w in d["warnings"]:
+        name, sep, rest = w.partition(": ")
+        if sep and " Fix: " in rest:
+            out[name] = rest.partition(" Fix: ")[2]
+    return out
+
+
+@pytest.mark.parametrize(
+    "where", HOST_FILES + TREES, ids=[Path(p).stem if p.endswith(".json") else Path(p).parent.name
+                                      for p in HOST_FILES + TREES]
+)  # fmt: skip
+def test_no_surface_names_what_a_verdict_says_cannot_serve(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    d, text = _env(capsys, where)
+    verdicts = d["verdicts"]
+    assert len(verdicts) == len(d["host"]["accelerators"])  # one per device
+    install = d["install"]
+    by_backend: dict[str, list[dict[str, Any]]] = {}
+    for v in verdicts:
+        if v["backend"]:
+            by_backend.setdefault(v["backend"], []).append(v)
+    fixes = _fixes(d)
+    for name, vs in by_backend.items():
+        origin = next(c["origin"] for c in d["candidates"] if c["name"] == name)
+        if not any(v["state"] in ("served", "install") for v in vs):
+            # no device of this backend can be served: nothing installs it or its build
+            assert install["backend"] != name, (name, install)
+            assert not any(origin in w for w in install["argv"]), (name, install["argv"])
+            assert name not in fixes, (name, fixes[name])
+            assert all(c["fix"] is None for c in d["candidates"] if c["name"] == name)
+            assert f"{name}: fix:" not in text, text
+            continue
+        named = {v["torch_index"] for v in vs if v["state"] == "install" and v["torch_index"]}
+        if named:
+            # the index the devices' verdicts name, and only it, in the Install line and fix
+            if install["backend"] == name:
+                assert install["torch_index"] in named, (install, named)
+            assert _indexes(fixes.get(name, "")) <= named, (fixes[name], named)
+            fix = next(c["fix"] for c in d["candidates"] if c["name"] == name)
+            assert _indexes(fix or "") <= named, (fix, named)
+    if install["backend"] != "cpu":
+        mine = by_backend.get(install["backend"], [])
+        assert any(v["state"] in ("served", "install") for v in mine), (install, verdicts)
+    else:
+        assert not any(v["state"] == "install" for v in verdicts), verdicts
+
+
+def _diagnosis(d: dict[str, Any]) -> dict[str, Any]:
+    """What a report says about the machine, less the timings and where it was read from."""
+    return {
+        "chosen": d["chosen"],
+        "rule": d["rule"],
+        "candidates": [
+            (c["name"], c["state"], c["reason"], (c["probe"] or {}).get("hint"))
+            for c in d["candidates"]
+        ],
+        "verdicts": d["verdicts"],
+        "warnings": d["warnings"],
+        "devices": d["devices"],
+    }
+
+
+@pytest.mark.parametrize(
+    "where", [*TREES, M2070], ids=[*(Path(p).parent.name for p in TREES), "m2070"]
+)
+def test_the_api_and_the_cli_give_one_diagnosis(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before, Host.from_system(root=R) read as this machine ("/dev/kfd is missing" on the
+    # KFD-only captures) while `--root R` read it as a tree that describes no drivers.
+    host = Host.from_system(root=where) if where in TREES else Host.from_file(where)
+    api = explain(host=host).to_dict()
+    _, out, _ = run_main(capsys, "explain", "--json", *_machine(where))
+    assert _diagnosis(api) == _diagnosis(json.loads(out))
+    assert api["host"]["source"] == json.loads(out)["host"]["source"]
+
+
+def test_a_terascale_radeon_gets_the_cpu_install_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: the rocm line said "no ROCm support for this GPU" and the Install line installed
+    # hwbackends-rocm from the rocm6.4 index.
+    host_file = PLUGINS / "hwbackends-rocm/tests/hosts/radeon-hd6670-terascale.json"
+    for where in (HD6670_TREE, str(host_file)):
+        d, text = _env(capsys, where)
+        (v,) = [v for v in d["verdicts"] if v["vendor"] == "amd"]
+        assert (v["backend"], v["state"], v["build"]) == (
+            "rocm",
+            "unusable",
+            "no PyTorch wheel supports it",
+        )
+        assert d["install"]["backend"] == "cpu", d["install"]
+        assert "rocm" not in d["install"]["command"], d["install"]["command"]
+        assert "rocm: no PyTorch wheel supports it" in " ".join(text.split())
+
+
+def test_three_fermi_teslas_get_no_cuda_wheel(capsys: pytest.CaptureFixture[str]) -> None:
+    # Before: "3 NVIDIA GPU(s) found", the fix and the Install line a cu128 wheel, though no
+    # PyTorch CUDA wheel has sm_20 kernels, and the Hardware line "not used by the cuda backend".
+    d, text = _env(capsys, M2070)
+    assert {(v["backend"], v["state"]) for v in d["verdicts"]} == {("cuda", "unusable")}
+    assert all("no PyTorch CUDA wheel" in v["reason"] for v in d["verdicts"])
+    assert d["install"]["backend"] == "cpu" and "cu1" not in d["install"]["command"]
+    assert "cuda" not in _fixes(d)
+    assert any(
+        w.startswith("cuda: ") and " No fix: no PyTorch CUDA wheel" in w for w in d["warnings"]
+    )
+    flat = " ".join(text.split())
+    assert "cuda: no fix: no PyTorch CUDA wheel" in flat and "whl/cu" not in flat
+    assert "3 × PCI device 0x06d2 (nvidia, sm_20): cuda: no PyTorch wheel supports it" in flat
+
+
+def test_a_gpu_known_by_its_pci_id_alone_is_its_backends(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # The cuda backend claims these three functions (its probe counts them) even when it
+    # cannot name them: the Hardware line said "not used by the cuda backend".
+    data = json.loads(Path(M2070).read_text(encoding="utf-8"))
+    for dev in data["devices"]:
+        del dev["arch"]
+    f = tmp_path / "m2070-pci-only.json"
+    f.write_text(json.dumps(data), encoding="utf-8")
+    d, text = _env(capsys, str(f))
+    assert {v["backend"] for v in d["verdicts"]} == {"cuda"}
+    assert "not used by" not in text
+
+
+@pytest.mark.parametrize(
+    ("where", "index"),
+    [
+        (P100_TREE, "https://download.pytorch.org/whl/cu126"),
+        (str(PLUGINS / "hwbackends-cuda/tests/hosts/p100-pci-only-no-torch.json"), "https://download.pytorch.org/whl/cu126"),
+        (str(PLUGINS / "hwbackends-cuda/tests/hosts/v100-torch211-cu128.json"), "https://download.pytorch.org/whl/cu126"),
+    ],
+    ids=["p100-tree", "p100-host", "v100-torch-2.11"],
+)  # fmt: skip
+def test_pascal_and_volta_install_from_the_index_their_fix_names(
+    where: str, index: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Before: the cuda fix said cu126 ("cu128 wheels have no kernels for ...") and the
+    # Install line cu128.
+    d, _ = _env(capsys, where)
+    assert d["install"]["backend"] == "cuda"
+    assert d["install"]["torch_index"] == index
+    assert _indexes(_fixes(d)["cuda"]) == {index}
+    assert {v["torch_index"] for v in d["verdicts"] if v["backend"] == "cuda"} == {index}
+
+
+def test_a_torch_release_pin_reaches_the_install_line(capsys: pytest.CaptureFixture[str]) -> None:
+    # torch 2.11's cu128 wheels dropped Volta: the fix stays on 2.11 (its cu126 wheels), and so
+    # does the Install line, quoted as one word
+    d, text = _env(capsys, str(PLUGINS / "hwbackends-cuda/tests/hosts/v100-torch211-cu128.json"))
+    assert "torch==2.11.*" in d["install"]["argv"]
+    assert "'torch==2.11.*'" in text
+
+
+@pytest.mark.parametrize(
+    "where",
+    [
+        str(PLUGINS / "hwbackends-cuda/tests/hosts/nvidia-cpu-torch.json"),
+        str(PLUGINS / "hwbackends-cuda/tests/hosts/m60-pci-only-cpu-torch.json"),
+    ],
+    ids=["nvidia-cpu-torch", "m60-cpu-torch"],
+)
+def test_an_nvidia_machine_with_a_cpu_torch_gets_the_cuda_install_line(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The CPU line would reinstall the wrong torch: the line is for the hardware present but
+    # not ready (a planted `_install_target` that returns the CPU survived the whole suite).
+    d, _ = _env(capsys, where)
+    install = d["install"]
+    assert install["backend"] == "cuda" and install["needed"], install
+    assert any(w.endswith("hwbackends-cuda") for w in install["argv"]), install["argv"]
+    assert re.fullmatch(r"https://download\.pytorch\.org/whl/cu\d+", install["torch_index"] or "")
+
+
+def test_a_broken_device_support_hook_falls_back_to_the_probe() -> None:
+    from hwbackends._selection.verdict import build_verdicts
+
+    class Hostile:
+        def host_devices(self, host: Host) -> tuple[Any, ...]:
+            return host.devices
+
+        def device_support(self, host: Host) -> object:
+            return ["not a DeviceSupport"]
+
+    host = Host.from_file(M2070)
+    report = explain(host=host)
+    verdicts, problems = build_verdicts(
+        host, report.candidates, lambda name: Hostile() if name == "cuda" else None, "cpu", None
+    )
+    assert {v.state for v in verdicts} == {"install"}  # the probe's answer, its fix
+    assert problems and "cuda.device_support() failed" in problems[0]

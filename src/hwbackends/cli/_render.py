@@ -350,7 +350,9 @@ def _hardware_lines(h: Host, used: Mapping[str, Device], st: _Style, view: _View
         name, arch = _named(d, used)
         if not name:
             name = f"PCI device {d.pci_device_id}" if d.pci_device_id else "unnamed device"
-            if d.vendor in served:  # a function beside the accelerators (a bridge...)
+            # a function beside the accelerators (a bridge...): not one its backend names,
+            # nameless though it may be
+            if d.vendor in served and d.pci_bus_id not in used:
                 arch = f"not used by the {served[d.vendor]} backend"
         key = (name, d.vendor, arch, _gib(d.memory_bytes), _found_by(d))
         groups[key] = groups.get(key, 0) + 1

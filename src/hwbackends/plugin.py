@@ -304,7 +304,10 @@ class BaseBackend:
     slurm_gres: ClassVar[str | None] = None
     """The Slurm generic resource (GRES) the devices are scheduled as on a cluster: ``"gpu"``
     makes an sbatch plan request them with ``--gpus-per-node``, another name with
-    ``--gres=NAME:N``; None leaves the request to the user (the plan says so)."""
+    ``--gres=NAME:N``; None leaves the request to the user (the plan says so). Slurm sets
+    visibility variables for the ``gpu`` GRES only (``CUDA_VISIBLE_DEVICES``,
+    ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``, ``GPU_DEVICE_ORDINAL``: gres.conf(5),
+    "Flags"); the plan claims no other."""
     systems: ClassVar[tuple[str, ...]] = ()
     """The operating systems (``platform.system()`` names) the runtime ships for; a host on
     another one cannot use the backend whatever hardware it has. Empty: no restriction."""

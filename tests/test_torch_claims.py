@@ -278,3 +278,26 @@ def test_the_install_line_takes_the_declared_wheel_index(tmp_path: Path) -> None
     assert install["backend"] == "acmegpu"
     assert install["torch_index"] == "https://vendor.example/whl/acme"
     assert install["argv"][-2:] == ["--extra-index-url", "https://vendor.example/whl/acme"]
+
+
+def test_with_the_core_alone_the_catalog_names_the_vendors_card(tmp_path: Path) -> None:
+    # the vendor's torch and no plugin for it: the card is named, not "no accelerator"
+    root = _tree(tmp_path / "root", nvidia=False)
+    host = Host.from_system(str(root), path=[], backends=[])
+    (card,) = host.devices
+    assert (card.pci_bus_id, card.name, card.extra["known_function"]) == (
+        COREX,
+        "Iluvatar CoreX GPU (CUDA-compatible, driven by Iluvatar's own torch build)",
+        "no-plugin",
+    )
+    report = _env(_site(tmp_path, COREX_TORCH, plugin=False), root)
+    assert (
+        "1 Iluvatar CoreX GPU (CUDA-compatible, driven by Iluvatar's own torch build) (PCI "
+        f"1e3e:0001 at {COREX}): no hwbackends plugin exists for this hardware, so no backend "
+        "can use it"
+    ) in report["warnings"]
+    # a function of the vendor that is no card (an audio function) stays out
+    machine_tree(root, pci=[("0000:af:00.1", 0x1E3E, 0x0002, 0x040300)])
+    assert [d.pci_bus_id for d in Host.from_system(str(root), path=[], backends=[]).devices] == [
+        COREX
+    ]

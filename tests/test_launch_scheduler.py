@@ -112,3 +112,49 @@ def test_a_named_backend_without_hardware_here_is_planned_with_a_warning(
     # a one-node plan for this machine still refuses a backend it cannot run
     with pytest.raises(BackendUnavailableError):
         launch_plan(4, backend="cuda", host=Host.from_file(LOGIN), env={})
+
+
+def _note(script: str) -> str:
+    """The script's comment about visibility (before ``set -euo pipefail``), as one line."""
+    head = script.partition("set -euo pipefail")[0]
+    return " ".join(line[2:] for line in head.splitlines() if line.startswith("# "))
+
+
+def test_slurm_is_said_to_set_only_what_its_gpu_gres_sets() -> None:
+    # Slurm's gres.conf(5) "Flags": the gpu GRES sets CUDA_VISIBLE_DEVICES,
+    # ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK, GPU_DEVICE_ORDINAL; no other GRES sets any
+    from hwbackends._integrations.sbatch import sbatch_scripts
+
+    def note(gres: str | None, variables: list[str]) -> str:
+        return _note(
+            sbatch_scripts("tt", 1, 4, ["t.py"], used_devices=4, gres=gres, variables=variables)[0]
+        )
+
+    tt = note("tenstorrent", ["TT_VISIBLE_DEVICES"])
+    assert tt == (
+        "Slurm gives the job its tt devices from its 'tenstorrent' GRES allocation but sets no "
+        "variable tt's runtime reads (it sets them for the gpu GRES only): the job sees the "
+        "devices the node's cgroup device constraint leaves it."
+    )
+    assert note(None, ["TT_VISIBLE_DEVICES"]).startswith(
+        "Request 4 tt devices per node as this cluster names them (the tt backend declares no "
+        "Slurm GRES); Slurm sets no variable tt's runtime reads"
+    )
+    # a gpu GRES whose runtime reads none of Slurm's variables
+    assert "it sets only CUDA_VISIBLE_DEVICES / ROCR_VISIBLE_DEVICES / ZE_AFFINITY_MASK" in note(
+        "gpu", ["ACME_VISIBLE_DEVICES"]
+    )
+    assert note("gpu", ["ONEAPI_DEVICE_SELECTOR", "ZE_AFFINITY_MASK"]).startswith(
+        "Slurm gives the job its tt devices from its GRES allocation and sets ZE_AFFINITY_MASK "
+        "per step itself"
+    )
+
+
+def test_a_rocm_plan_names_what_slurm_sets_and_not_hip() -> None:
+    host = Host.from_file(PLUGINS / "hwbackends-rocm" / "tests" / "hosts" / "mi300x-8.json")
+    plan = launch_plan(2, nnodes=2, scheduler="slurm", host=host, env={})
+    assert _note(plan.sbatch).startswith(
+        "Slurm gives the job its rocm devices from its GRES allocation and sets "
+        "ROCR_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES / GPU_DEVICE_ORDINAL per step itself"
+    )
+    assert "HIP_VISIBLE_DEVICES" not in plan.sbatch  # the HIP runtime's, not Slurm's

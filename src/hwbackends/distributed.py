@@ -441,7 +441,7 @@ def launch_plan(
     from hwbackends.visibility import variables_for
 
     try:
-        declared = [v for v in variables_for(t.backend) if v.endswith("_VISIBLE_DEVICES")]
+        declared = list(variables_for(t.backend))  # sbatch keeps those Slurm sets
     except HwBackendsError:
         declared = []
     from hwbackends._integrations.sbatch import sbatch_scripts, slurm_gres

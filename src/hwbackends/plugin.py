@@ -15,6 +15,10 @@ from __future__ import annotations
 from hwbackends._base.files import match_node
 from hwbackends._version import API_VERSION
 
+TORCH_PREINSTALLED = "preinstalled"
+"""``torch_source = TORCH_PREINSTALLED``: nothing to install, the vendor's torch comes with its
+software stack and is the installed one (the same value as ``hwbackends._base.protocol``'s)."""
+
 # Plain constant instead of typing.TYPE_CHECKING: importing typing (and the dataclasses behind
 # _protocol) costs more than the whole cached selection, and a backend class must be
 # importable on that path. Type checkers treat this constant like typing.TYPE_CHECKING.
@@ -39,6 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_VERSION",
+    "TORCH_PREINSTALLED",
     "AttentionOption",
     "BaseBackend",
     "Capabilities",
@@ -218,6 +223,10 @@ class BaseBackend:
       its own (``"kfd"``); each device it adds says so in ``extra["evidence"]``;
     * ``driver_modules``: kernel modules whose ``/sys/module/<m>/version`` is the driver;
     * ``packages`` and ``torch_flavour``: the software that must be installed;
+    * ``torch_builds`` / ``torch_distributions``: the vendor's own torch builds this backend
+      claims (a stock backend of the same ``device_type`` steps aside on them), and
+      ``torch_source``: where this backend's torch comes from (a wheel index, the vendor's
+      instructions, or :data:`TORCH_PREINSTALLED`);
     * ``visibility``: the runtime's rule (:mod:`hwbackends.visibility`), e.g.
       ``IndexList("ACME_VISIBLE_DEVICES")``;
     * ``distributed_backend``, ``install_hint``, ``priority``;
@@ -279,6 +288,21 @@ class BaseBackend:
     torch_flavour: ClassVar[str | None] = None
     """The torch build the device needs (``"cuda"``, ``"rocm"``, ``"xpu"``); None: any build,
     as for an extension that runs on torch's stock CPU build."""
+    torch_builds: ClassVar[tuple[str, ...]] = ()
+    """Local version tags of the vendor's torch builds this backend claims (``"corex"``
+    claims ``2.4.1+corex.4.3.0``): on such a torch, torch's ``device_type`` device is this
+    backend's, so a stock backend of the same ``device_type`` (``cuda`` on a CUDA-compatible
+    vendor's torch) steps aside, and both are named. Declared, the software is ready only on a
+    claimed build (or ``torch_distributions``)."""
+    torch_distributions: ClassVar[tuple[str, ...]] = ()
+    """Distributions that provide the vendor's torch (installed, the installed torch is
+    theirs): a claim like ``torch_builds``, for a build whose version carries no tag."""
+    torch_source: ClassVar[str | None] = None
+    """Where this backend's torch comes from, for the Install line and every fix: a wheel
+    index URL (``"https://vendor.example/whl"``), the vendor's instructions as text (shown as
+    they are), or :data:`TORCH_PREINSTALLED` (the vendor's torch is the installed one: nothing
+    to install). None: PyTorch's own index for ``torch_flavour``. A backend that claims a
+    build is never told to install another torch over it."""
     install_hint: ClassVar[str] = ""
     """The fix shown when the hardware is there and the software is not (``"pip install
     torch-acme"``); empty: none."""
@@ -288,7 +312,10 @@ class BaseBackend:
     slurm_gres: ClassVar[str | None] = None
     """The Slurm generic resource (GRES) the devices are scheduled as on a cluster: ``"gpu"``
     makes an sbatch plan request them with ``--gpus-per-node``, another name with
-    ``--gres=NAME:N``; None leaves the request to the user (the plan says so)."""
+    ``--gres=NAME:N``; None leaves the request to the user (the plan says so). Slurm sets
+    visibility variables for the ``gpu`` GRES only (``CUDA_VISIBLE_DEVICES``,
+    ``ROCR_VISIBLE_DEVICES``, ``ZE_AFFINITY_MASK``, ``GPU_DEVICE_ORDINAL``: gres.conf(5),
+    "Flags"); the plan claims no other."""
     systems: ClassVar[tuple[str, ...]] = ()
     """The operating systems (``platform.system()`` names) the runtime ships for; a host on
     another one cannot use the backend whatever hardware it has. Empty: no restriction."""
@@ -388,6 +415,22 @@ class BaseBackend:
         for pkg in self.packages:
             if host.package(pkg) is None:
                 return f"the {pkg} package is not installed"
+        if self.torch_builds or self.torch_distributions:
+            from hwbackends._base.protocol import claimed_torch
+
+            version = host.torch.version if host.torch is not None else None
+            if version is None:
+                return "torch is not installed"
+            if (
+                claimed_torch(self.torch_builds, self.torch_distributions, version, host.packages)
+                is None
+            ):
+                claimed = [f"+{t}" for t in self.torch_builds] + list(self.torch_distributions)
+                return (
+                    f"the installed torch {version} is not a build the {self.name} backend "
+                    f"claims ({', '.join(claimed)})"
+                )
+            return None  # the vendor's build: its flavour is the vendor's business
         if self.torch_flavour is not None:
             if host.torch is None:
                 return "torch is not installed"

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "API_VERSION",
+    "TORCH_PREINSTALLED",
     "AttentionOption",
     "Backend",
     "Capabilities",
@@ -37,7 +38,13 @@ __all__ = [
     "Limitation",
     "Probe",
     "QuantSupport",
+    "claimed_torch",
+    "torch_source",
 ]
+
+TORCH_PREINSTALLED = "preinstalled"
+"""A ``torch_source`` that says there is nothing to install: the vendor's torch comes with
+its software stack and is the installed one (no wheel index, no ``pip install torch``)."""
 
 
 @frozen
@@ -335,6 +342,61 @@ class Capabilities:
             "sources": dict(self.sources),
             "refused_attention": dict(self.refused_attention),
         }
+
+
+# -- a backend's torch: the builds it claims and where its torch comes from -----------------
+
+
+def claimed_torch(
+    builds: tuple[str, ...],
+    distributions: tuple[str, ...],
+    version: str | None,
+    packages: Mapping[str, str],
+) -> str | None:
+    """How the installed torch is one of a backend's builds (``"torch 2.4.1+corex.4.3.0"``,
+    ``"torch 2.1.0 (torch-acme 2.1.0 is installed)"``), or None when it is none of them.
+
+    :param builds: local version tags the backend claims (``"corex"`` claims
+        ``2.4.1+corex.4.3.0``; ``"das"`` claims ``2.1.0+das1.1``): the tag, then the end,
+        or a character that is not a letter.
+    :param distributions: distributions that provide the vendor's torch: one installed
+        means the installed torch is theirs.
+    :param version: the installed torch's ``__version__``; None: torch is not installed.
+    :param packages: the installed distributions (normalised name -> version).
+    """
+    if version is None:
+        return None
+    local = version.partition("+")[2].lower()
+    for tag in builds:
+        t = tag.strip().lstrip("+").lower()
+        if t and local.startswith(t) and not local[len(t) : len(t) + 1].isalpha():
+            return f"torch {version}"
+    from hwbackends._base.files import normalize_dist_name
+
+    for dist in distributions:
+        key = normalize_dist_name(dist.strip())
+        if key and packages.get(key):
+            return f"torch {version} ({key} {packages[key]} is installed)"
+    return None
+
+
+def torch_source(value: object, flavour: object) -> tuple[str, str]:
+    """A backend's ``torch_source`` declaration read as ``(kind, text)``: ``("index", url)``
+    (a wheel index), ``("preinstalled", "")`` (nothing to install: the vendor's torch is the
+    installed one), ``("vendor", instructions)`` (the vendor's own words), or ``("stock",
+    flavour)`` when none is declared (PyTorch's index of ``torch_flavour``; ``""``: none).
+
+    :param value: the declaration (``BaseBackend.torch_source``).
+    :param flavour: the backend's ``torch_flavour``.
+    """
+    if isinstance(value, str) and value.strip():
+        text = value.strip()
+        if text == TORCH_PREINSTALLED:
+            return "preinstalled", ""
+        if text.startswith(("https://", "http://")) and " " not in text:
+            return "index", text
+        return "vendor", text
+    return "stock", flavour if isinstance(flavour, str) else ""
 
 
 # -- checking what a plugin returns ----------------------------------------------------------

@@ -33,6 +33,7 @@ __all__ = [
     "KNOWN_FUNCTIONS",
     "KNOWN_FUNCTION_VENDORS",
     "KNOWN_PLUGINS",
+    "KNOWN_VENDOR_WIDE",
     "KnownFunction",
     "KnownPlugin",
     "check_listed_names",
@@ -223,6 +224,16 @@ KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
         "pci.ids 1e52 Tenstorrent: faca Grayskull, 401e Wormhole, b140 Blackhole; "
         "tenstorrent/tt-kmd (driver tenstorrent)",
     ),
+    # every function of the vendor (pci.ids lists no device ids for it); CUDA-compatible:
+    # its cards run under the vendor's own torch build, whose device type is "cuda"
+    KnownFunction(
+        "no-plugin",
+        "Iluvatar CoreX GPU (CUDA-compatible, driven by Iluvatar's own torch build)",
+        0x1E3E,
+        (),
+        (),
+        "pci.ids 1e3e Shanghai Iluvatar CoreX Semiconductor Co., Ltd. (no device ids listed)",
+    ),
     KnownFunction(
         "no-plugin",
         "Baidu Kunlun AI accelerator",
@@ -236,6 +247,11 @@ KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
 
 #: The vendor ids of ``KNOWN_FUNCTIONS``: the reader consults the table only for these.
 KNOWN_FUNCTION_VENDORS = frozenset(k.pci_vendor_id for k in KNOWN_FUNCTIONS)
+#: Vendors whose row takes every function (no device id, no driver listed): the reader also
+#: consults it for their display controllers, the class a CUDA-compatible card may show.
+KNOWN_VENDOR_WIDE = frozenset(
+    k.pci_vendor_id for k in KNOWN_FUNCTIONS if not k.device_ids and not k.drivers
+)
 
 
 def known_function(
@@ -245,7 +261,7 @@ def known_function(
     driver (``driver()`` is read only when no device id matched)."""
     rows = [k for k in KNOWN_FUNCTIONS if k.pci_vendor_id == vid]
     for k in rows:
-        if did is not None and did in k.device_ids:
+        if (did is not None and did in k.device_ids) or not (k.device_ids or k.drivers):
             return k
     bound = driver() if driver is not None and rows else None
     for k in rows:

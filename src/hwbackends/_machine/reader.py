@@ -17,6 +17,7 @@ from hwbackends._base.guard import PluginFault, call, describe, plain
 from hwbackends._discovery.catalog import (
     KNOWN_FUNCTION_VENDORS,
     KNOWN_PLUGINS,
+    KNOWN_VENDOR_WIDE,
     KnownFunction,
     known_function,
 )
@@ -372,7 +373,9 @@ def _other_device(
     vid, did = fn.vid, fn.did
     cat = None if owners else next((k for k in known if _claims(k, vid, did, klass)), None)
     accel = klass >> 16 == _ACCEL_BASE_CLASS or klass >> 8 == _COPROCESSOR_CLASS
-    if not owners and cat is None and not accel:
+    # a vendor the catalog knows whole (Iluvatar) is named for its display controllers too
+    known_card = klass >> 16 == 0x03 and vid in KNOWN_VENDOR_WIDE
+    if not owners and cat is None and not accel and not known_card:
         return None
     # Crypto/compression engines and compute devices no plugin exists for are named, never
     # counted as a backend's hardware nor "install a plugin" (the catalog's

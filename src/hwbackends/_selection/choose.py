@@ -53,6 +53,50 @@ class _Round:
         self.passed_over: list[str] = []  # ready backends that could not be used after all
 
 
+def step_aside(w: _Round, probed: list[Candidate]) -> None:
+    """A backend that claims the installed torch build (``torch_builds``: Iluvatar's
+    ``2.4.1+corex.4.3.0``) owns torch's device of its ``device_type`` in this process, so
+    every other probed backend of that device type steps aside: not ready whatever its probe
+    found (``cuda:0`` is the vendor's card there, not an NVIDIA GPU), with no fix that
+    would replace the vendor's torch, its row naming the claimant (``replaced_by``) and a
+    warning naming both when it found hardware. A claimant that is broken or disabled claims
+    nothing (``HWBACKENDS_DISABLE=<claimant>`` ends the claim)."""
+    from hwbackends._base.record import replace
+
+    claimants = [c for c in probed if c.claim and c.name in w.statuses
+                 and w.statuses[c.name].state in ("available", "unavailable")]  # fmt: skip
+    for c in probed:
+        owner = next((o for o in claimants if o.device_type == c.device_type), None)
+        st = w.statuses.get(c.name)
+        if owner is None or c.claim or _builtin(c.spec) or st is None or st.probe is None:
+            continue
+        p = st.probe
+        why = (
+            f"{c.name} steps aside: {owner.claim} is claimed by {owner.name} "
+            f"({owner.spec.dist}), so torch's '{c.device_type}' device is {owner.name}'s in "
+            "this process"
+        )
+        seen = f" ({p.evidence[0]})" if p.hardware_present and p.evidence else ""
+        probe = replace(
+            p,
+            software_ready=False,
+            reason=why + (f"; its hardware{seen} is not used here" if p.hardware_present else ""),
+            hint=None,  # its own fix would install another torch over the vendor's
+        )
+        w.statuses[c.name] = status_of(
+            c, "unavailable", probe=probe, probe_ms=st.probe_ms, replaced_by=owner.spec.dist
+        )
+        w.ready = [r for r in w.ready if r[2] is not c]
+        w.hardware_unready = [q for q in w.hardware_unready if q.backend != c.name]
+        if p.hardware_present:
+            w.warnings.append(
+                f"{why}: the {c.name} hardware{seen} is not used here (a Python environment "
+                f"with a stock torch build, not this one, can use it); "
+                f"HWBACKENDS_DISABLE={owner.name} ends the claim if this torch is not "
+                f"{owner.name}'s"
+            )
+
+
 def _first_usable(w: _Round) -> Candidate:
     """The first ready backend that shows this process a device (cpu always does), its
     devices and visibility report kept in ``w``; else the error that says why none is."""

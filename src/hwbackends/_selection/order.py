@@ -12,6 +12,7 @@ from hwbackends._base.errors import (
     BackendUnavailableError,
     VisibilityError,
 )
+from hwbackends._base.guard import plain
 from hwbackends._base.protocol import Probe, checked
 from hwbackends._base.record import mutable
 from hwbackends._base.settings import Settings, close_matches
@@ -60,6 +61,7 @@ class Candidate:
     backend: Backend | None = None
     meta: Meta | None = None
     replaces: tuple[str, ...] = ()  # the distributions this one replaces
+    claim: str | None = None  # how the installed torch is a build it claims (torch_builds)
 
     @property
     def name(self) -> str:
@@ -89,6 +91,23 @@ def status_of(c: Candidate, state: State, **kw: Any) -> BackendStatus:
         vendor=m.vendor if m is not None else None,
         **kw,
     )
+
+
+def torch_claim(backend: Backend, host: Host) -> str | None:
+    """How the installed torch is a build ``backend`` claims (its ``torch_builds`` /
+    ``torch_distributions``), or None; plugin code: call it under the guard."""
+    from hwbackends._base.protocol import claimed_torch
+
+    builds, dists = (getattr(backend, a, ()) for a in ("torch_builds", "torch_distributions"))
+    if not builds and not dists:
+        return None  # the common case: nothing declared, nothing to read
+    claim = claimed_torch(
+        tuple(plain(x) for x in builds if isinstance(x, str)) if isinstance(builds, tuple) else (),
+        tuple(plain(x) for x in dists if isinstance(x, str)) if isinstance(dists, tuple) else (),
+        host.torch.version if host.torch is not None else None,
+        host.packages,
+    )
+    return None if claim is None else plain(claim)
 
 
 def replaced_by_name(

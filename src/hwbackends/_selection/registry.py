@@ -59,6 +59,7 @@ from hwbackends._selection.choose import (
     _Round,
     _rule,
     _what_was_read,
+    step_aside,
 )
 from hwbackends._selection.order import (
     Candidate,
@@ -69,6 +70,7 @@ from hwbackends._selection.order import (
     replaced_by_name,
     shared_devices,
     status_of,
+    torch_claim,
 )
 from hwbackends._selection.report import (
     BackendStatus,
@@ -109,16 +111,19 @@ __all__ = [
 class Registry(Plugins):
     """The discovered backends of one search path. ``select`` makes a ``SelectionReport``."""
 
-    def _load_and_probe(self, c: Candidate, host: Host) -> tuple[Backend, Meta, Probe, float]:
+    def _load_and_probe(
+        self, c: Candidate, host: Host
+    ) -> tuple[Backend, Meta, Probe, float, str | None]:
         """Plugin code for one candidate (run on a guard worker): its instance and identity,
-        its probe, and how long both took. Returned, not stored: a call abandoned for hanging
-        must not change the candidate later."""
+        its probe, how long both took, and its claim on the installed torch build. Returned,
+        not stored: a call abandoned for hanging must not change the candidate later."""
         t0 = time.perf_counter()
         backend, meta = self.loaded(c.spec)
         if c.name in host.reader_errors:
             raise Broken(f"reading the machine: {host.reader_errors[c.name]}")
         probe = probe_of(backend, meta, host, None)
-        return backend, meta, probe, (time.perf_counter() - t0) * 1000
+        claim = torch_claim(backend, host)
+        return backend, meta, probe, (time.perf_counter() - t0) * 1000, claim
 
     def get(self, name: str, settings: Settings | None = None) -> Backend:
         """A backend by name; of plugins claiming it, the one ``settings`` (default: the
@@ -173,6 +178,7 @@ class Registry(Plugins):
 
         to_probe = [c for name in sorted(w.by_name) if (c := self._candidate(w, name))]
         self._probe_all(w, to_probe)
+        step_aside(w, to_probe)
         w.warnings.extend(shared_devices(w.ready, host, settings.timeout, w.pref, settings))
         if w.pref:
             if not any(w.statuses[n].state == "available" for n in w.pref):
@@ -291,7 +297,7 @@ class Registry(Plugins):
                 w.statuses[name] = status_of(c, "broken", error=value.reason, traceback=value.tb)
                 w.timings[f"probe:{name}"] = 0.0
                 continue
-            c.backend, c.meta, probe, ms = value
+            c.backend, c.meta, probe, ms, c.claim = value
             w.timings[f"probe:{name}"] = ms
             state: State = "available" if probe.available else "unavailable"
             w.statuses[name] = status_of(c, state, probe=probe, probe_ms=ms)

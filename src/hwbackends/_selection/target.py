@@ -225,26 +225,37 @@ def _set_visibility(b: Backend, env: Mapping[str, str]) -> list[tuple[str, str]]
 
 
 def torch_fix(backend: Backend, host: Host) -> str:
-    """The command that makes torch importable for ``backend`` on this machine: the one its
-    probe gives for these devices (the wheel index that has kernels for them), else the wheel
-    index of the backend's torch build (``torch_flavour``; the CPU wheel for cpu), else the
-    backend's own ``install_hint``, run with this interpreter's pip."""
+    """The command that makes torch importable for ``backend`` on this machine: where the
+    plugin says its torch comes from (``torch_source``: its wheel index, its vendor's
+    instructions, or its ``install_hint`` when the vendor's stack installs torch), else the
+    one its probe gives for these devices (the wheel index that has kernels for them), else
+    the wheel index of the backend's torch build (``torch_flavour``; the CPU wheel for cpu),
+    else the backend's own ``install_hint``, run with this interpreter's pip."""
     import shlex
     import sys
 
+    from hwbackends._base.protocol import torch_source
     from hwbackends._base.versions import TORCH_INDEXES, torch_install_hint
-
-    device_cmd = _probe_torch_command(backend, host)
 
     try:  # a plugin's declarations, read defensively: this runs while reporting an error
         name = str(getattr(backend, "name", ""))
         flavour = getattr(backend, "torch_flavour", None)
         hint = getattr(backend, "install_hint", "")
+        kind, text = torch_source(getattr(backend, "torch_source", None), flavour)
     except Exception:
-        name, flavour, hint = "", None, ""
+        name, flavour, hint, kind, text = "", None, "", "stock", ""
     if name == "cpu":
         flavour = "cpu"
-    if device_cmd is not None:
+    device_cmd = _probe_torch_command(backend, host) if kind == "stock" else None
+    if kind == "index":
+        cmd = f"pip install torch --index-url {text}"
+    elif kind == "vendor":
+        cmd = text
+    elif kind == "preinstalled":
+        cmd = (hint if isinstance(hint, str) else "").strip() or (
+            "reinstall the vendor's software stack, which installs its torch"
+        )
+    elif device_cmd is not None:
         cmd = device_cmd
     elif isinstance(flavour, str) and flavour in TORCH_INDEXES:
         cmd = torch_install_hint(flavour)

@@ -290,11 +290,12 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     if target is not None:
         name = target.name
         argv.append(install_spec(target.origin, checkout)[0])
-        flavour, hint = _flavour_and_hint(target.name)
-    index = (verdict.torch_index if verdict is not None else None) or TORCH_INDEXES.get(
-        flavour or ""
-    )
-    if verdict is not None and verdict.torch_pin:  # the newest torch has no kernels for it
+        flavour, hint = _flavour_and_hint(target.name, report)
+    own = flavour if "://" in (flavour or "") else TORCH_INDEXES.get(flavour or "")
+    # the verdict's index for these devices (cu126 for a Pascal GPU), unless the backend's
+    # torch is a vendor's own (no index at all: one would replace it)
+    index = ((verdict.torch_index if verdict is not None else None) or own) if own else None
+    if index and verdict is not None and verdict.torch_pin:  # the newest has no kernels for it
         argv.append(f"torch=={verdict.torch_pin}.*")
     if index:
         argv += ["--extra-index-url", index]
@@ -336,15 +337,33 @@ def _core_spec() -> tuple[str | None, str]:
     return checkout, (f"{checkout}/[transformers]" if checkout else "hwbackends[transformers]")
 
 
-def _flavour_and_hint(name: str) -> tuple[str | None, str]:
-    """A backend's torch flavour (its wheel index key) and its own install hint."""
+def _flavour_and_hint(name: str, report: SelectionReport) -> tuple[str | None, str]:
+    """A backend's torch source for the Install line, and the step it shows after it: the
+    flavour of PyTorch's index (a ``TORCH_INDEXES`` key) or the wheel index URL the plugin
+    declares (``torch_source``), with its own install hint; no index where its torch is the
+    vendor's (``TORCH_PREINSTALLED``: nothing to install once ready; instructions text: that
+    text), nor for a backend that steps aside because another claims the installed torch (a
+    CUDA index there would replace the vendor's torch)."""
+    from hwbackends._base.protocol import torch_source
     from hwbackends._selection.registry import get
 
+    status = next((c for c in report.candidates if c.name == name), None)
+    if status is not None and status.replaced_by and status.state != "disabled":
+        return None, ""  # it steps aside on this torch: nothing of its own to install
     try:
         b = get(name)
-        return getattr(b, "torch_flavour", None), str(getattr(b, "install_hint", "") or "")
+        flavour = getattr(b, "torch_flavour", None)
+        hint = str(getattr(b, "install_hint", "") or "")
+        kind, text = torch_source(getattr(b, "torch_source", None), flavour)
     except Exception:  # a broken plugin: its own line in the report says so
         return None, ""
+    if kind == "stock":
+        return flavour, hint
+    if kind == "index":
+        return text, hint
+    if kind == "vendor":
+        return None, text
+    return None, "" if _ready(report, name) else hint
 
 
 def _ready(report: SelectionReport, name: str) -> bool:

@@ -45,6 +45,16 @@ class REPLACE_CLASSBackend(BaseBackend):
     driver_modules: ClassVar[tuple[str, ...]] = ()
     packages: ClassVar[tuple[str, ...]] = ("REPLACE_PACKAGE",)
     install_hint: ClassVar[str] = "pip install REPLACE_PACKAGE"
+    # A torch of the vendor's own (device type "cuda" on a CUDA-compatible card): claim
+    # its builds by their local version tag, ("corex",) for 2.4.1+corex.4.3.0, so that
+    # the stock backend of the same device type steps aside on it; () for an extension
+    # beside a stock torch.
+    torch_builds: ClassVar[tuple[str, ...]] = ()
+    # Where the torch comes from: None (PyTorch's index for torch_flavour), a wheel
+    # index URL, the vendor's instructions as text, or TORCH_PREINSTALLED.
+    torch_source: ClassVar[str | None] = None
+    # The Slurm GRES the devices are scheduled as ("gpu", another name), or None.
+    slurm_gres: ClassVar[str | None] = None
     distributed_backend: ClassVar[str] = "gloo"
     # How the runtime reads its visibility variable. Until it is declared no
     # device can be selected alone, and the conformance kit fails. A CUDA-style

@@ -47,14 +47,13 @@ import sys
 
 from hwbackends._discovery.instances import INSTANCES
 from hwbackends._selection.snapshot import environ_snapshot
-from hwbackends._selection.view import _views, view_of
+from hwbackends._selection.view import BackendView, _views, view_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
     from hwbackends._base.protocol import Backend
-    from hwbackends._selection.view import BackendView
 
 _FORMAT = 5
 _MAGIC = b"hwbsel5\n"
@@ -444,7 +443,9 @@ def _select() -> Backend | None:
 def cached_view() -> BackendView | None:
     """``cached_backend()`` as it leaves the selection layer: its guarded view."""
     found = cached_backend()
-    return None if found is None else view_of(found, _identity)
+    if found is None or isinstance(found, BackendView):
+        return found
+    return view_of(found, _identity)
 
 
 def _said_on_hit(env: dict[str, str], backend: Backend, caveats: tuple[str, ...]) -> None:
@@ -498,7 +499,7 @@ def _select_and_store(env: dict[str, str], fp: bytes) -> Backend:
         old = answers.pop(fp, None)
         by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
         by_detail.pop(key, None)
-        by_detail[key] = (chosen.name, source, _caveats(report, env))
+        by_detail[key] = (chosen.name, source, _caveats(report, env), _identity_of(chosen))
         # Several answers per interpreter (programs whose paths or variables differ), the most
         # recent last; the oldest go first.
         answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
@@ -552,39 +553,44 @@ def _lookup(
     ):
         return None
     found = entry[1].get(_key(detail(watch, env=env)))
-    if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], str)):
+    if not (isinstance(found, tuple) and len(found) == 4 and isinstance(found[0], str)):
         return None
-    name, source, caveats = found
+    name, source, caveats, stored = found
     if not (isinstance(caveats, tuple) and all(isinstance(c, str) for c in caveats)):
         return None
     value = _BUILTIN.get(name) if source == "" else _declared_value(name, source)
     if value is None:
         return None
+    if source == "":  # the built-in: hwbackends' own code, made when first used
+        identity = _checked(stored)
+        if identity is None or identity[0] != name:
+            return None
+        lazy = BackendView(None, *identity, load=lambda: _instantiate(value))
+        return lazy, caveats, identity  # type: ignore[return-value]  # a Backend, structurally
+    from hwbackends._base.guard import call
+
+    # a plugin: the same time limit and isolation as a full selection's import
+    def load() -> tuple[Backend, Any]:
+        b = _instantiate(value)
+        return b, _identity_of(b)  # its attributes are plugin code too
+
     try:
-        if source == "":
-            backend = _instantiate(value)  # the built-in: hwbackends' own code, no isolation
-        else:
-            from hwbackends._base.guard import call
-
-            # a plugin: the same time limit and isolation as a full selection's import
-            def load() -> tuple[Backend, Any]:
-                b = _instantiate(value)
-                return b, _identity_of(b)  # its attributes are plugin code too
-
-            backend, identity = call(f"importing {value!r}", load)
+        backend, identity = call(f"importing {value!r}", load)
     except Exception:
         return None  # a plugin that fails now: the full selection will say why
-    if source == "":
-        identity = _identity_of(backend)
     if identity is None or identity[0] != name:
         return None
     return backend, caveats, identity
 
 
 def _identity_of(b: object) -> tuple[str, str, int] | None:
-    name, dt, prio = (getattr(b, k, None) for k in ("name", "device_type", "priority"))
-    if type(name) is str and type(dt) is str and type(prio) is int:  # exact: no subclass
-        return name, dt, prio
+    return _checked(tuple(getattr(b, k, None) for k in ("name", "device_type", "priority")))
+
+
+def _checked(t: object) -> tuple[str, str, int] | None:
+    """``(name, device_type, priority)`` of exact builtin types (no subclass), else None."""
+    if isinstance(t, tuple) and len(t) == 3 and type(t[0]) is str and type(t[1]) is str:
+        return t if type(t[2]) is int else None
     return None
 
 

@@ -32,13 +32,23 @@ _views: dict[int, BackendView] = {}  # id(plugin object) -> its view: current() 
 class BackendView:
     """A backend (``hwbackends.Backend``) whose every call into plugin code is guarded."""
 
-    __slots__ = ("_backend", "api_version", "device_type", "name", "priority")
+    __slots__ = ("_load", "_obj", "api_version", "device_type", "name", "priority")
 
-    def __init__(self, backend: Backend, name: str, device_type: str, priority: int) -> None:
+    def __init__(self, backend: Backend | None, name: str, device_type: str, priority: int,
+                 load: Callable[[], Backend] | None = None) -> None:  # fmt: skip
         from hwbackends._version import API_VERSION  # a loaded plugin declares exactly this
 
-        self._backend, self.name, self.device_type = backend, name, device_type
+        self._obj, self._load, self.name, self.device_type = backend, load, name, device_type
         self.priority, self.api_version = priority, API_VERSION
+
+    @property
+    def _backend(self) -> Backend:
+        """The plugin object; the built-in's from a cache hit is made on first use (``_load``:
+        hwbackends' own code, which cannot fail to import), so a hit imports nothing."""
+        if self._obj is None:
+            assert self._load is not None
+            self._obj = self._load()
+        return self._obj
 
     def probe(self, host: Host) -> Probe:
         from hwbackends._base.protocol import Probe

@@ -248,17 +248,43 @@ def test_a_cached_answer_names_an_entry_point_on_sys_path(
 
 def test_malformed_entries_are_misses() -> None:
     watch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
-    good = {cache._key(cache.detail(watch)): ("cpu", "", ())}
+    cpu = ("cpu", "cpu", 0)
+    good = {cache._key(cache.detail(watch)): ("cpu", "", (), cpu)}
     hit = cache._lookup((watch, good))
-    assert hit is not None and hit[0].name == "cpu" and hit[1] == ()
+    assert hit is not None and hit[0].name == "cpu" and hit[1] == () and hit[2] == cpu
     for entry in (None, (watch,), (watch, []), (("x",), good), (((1,), ()), good),
                   (watch, {cache._key(cache.detail(watch)): ("cpu",)}),
                   (watch, {cache._key(cache.detail(watch)): ("cpu", "")}),
-                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (1,))}),
-                  (watch, {cache._key(cache.detail(watch)): (1, "", ())}),
-                  (watch, {b"another detail": ("cpu", "", ())}),
-                  (watch, {cache._key(cache.detail(watch)): ("gpu", "", ())})):  # fmt: skip
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", ())}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (1,), cpu)}),
+                  (watch, {cache._key(cache.detail(watch)): (1, "", (), cpu)}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (), None)}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (), ("cpu", "cpu"))}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (), ("cpu", "cpu", 0.5))}),
+                  (watch, {cache._key(cache.detail(watch)): ("cpu", "", (), ("gpu", "cpu", 0))}),
+                  (watch, {b"another detail": ("cpu", "", (), cpu)}),
+                  (watch, {cache._key(cache.detail(watch)): ("gpu", "", (), cpu)})):  # fmt: skip
         assert cache._lookup(entry) is None, entry
+
+
+def test_a_hit_on_the_builtin_imports_nothing_until_used(tmp_path: Path) -> None:
+    """Before, a hit imported the built-in's module (hwbackends.plugin with it: 30 kB of
+    bytecode) to answer its name; its view now carries the stored identity and makes the
+    backend on first use."""
+    code = (
+        "import sys, hwbackends\n"
+        "b = hwbackends.current()\n"
+        "from hwbackends._selection import cache\n"
+        "print(cache.LAST, b.name, 'hwbackends.plugin' in sys.modules)\n"
+        "print(len(b.devices(hwbackends.Host.from_dict({}), {})), b == hwbackends.get('cpu'))\n"
+    )
+    env = clean_env(HWBACKENDS_PLUGINS="")
+    env["XDG_CACHE_HOME"] = str(tmp_path)
+    runs = [run_python("-c", code, env=env) for _ in range(2)]
+    assert [r.stdout.split() for r in runs] == [
+        ["miss", "cpu", "True", "1", "True"],
+        ["hit", "cpu", "False", "1", "True"],
+    ], [r.stderr for r in runs]
 
 
 def test_a_plugin_named_by_a_cached_answer_is_imported_under_the_guard(
@@ -273,7 +299,7 @@ def test_a_plugin_named_by_a_cached_answer_is_imported_under_the_guard(
     monkeypatch.setattr(sys, "path", [*sys.path, str(tmp_path)])
     watch: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     try:
-        entry = {cache._key(cache.detail(watch)): ("bye", str(info), ())}
+        entry = {cache._key(cache.detail(watch)): ("bye", str(info), (), ("bye", "bye", 1))}
         assert cache._lookup((watch, entry)) is None
     finally:
         sys.modules.pop("hwb_cache_bye", None)

@@ -5,14 +5,19 @@ environment there becomes a ``PluginError`` naming it, and its edit is put back.
 from __future__ import annotations
 
 import ast
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from coretest import Site, good_plugin, refresh
 
+import hwbackends
 from hwbackends import Host, PluginError
 from hwbackends._base.record import replace
+from hwbackends._selection.registry import get_from_report
+from hwbackends._selection.view import raw
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -137,3 +142,47 @@ def test_a_plugin_that_edits_and_raises_in_capabilities_of_a_spread_model() -> N
         plan_for_target(hostile, kernels=False)
     assert "ZeroDivisionError" in str(info.value)
     assert os.environ.pop("HWBACKENDS_TEST_HOSTILE") == "1"  # not undone by guessing
+
+
+#: A plugin whose ``devices()`` and a helper of its own divide by zero when asked to.
+HOSTILE = (
+    good_plugin("hostile", 90)
+    + """
+    def devices(self, host, env):
+        if env.get("HOSTILE") == "1":
+            return 1 // 0
+        return super().devices(host, env)
+
+    def helper(self):
+        return 1 // 0
+"""
+)
+
+
+def test_current_and_get_return_guarded_views(
+    isolated: Site, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Before, ``hwbackends.current()`` and ``get()`` returned the plugin's own object: a
+    user's ``current().devices(...)`` raised the plugin's ``ZeroDivisionError`` outside the
+    guard. Now both are views whose calls go through the door, each naming the plugin."""
+    isolated.add_plugin("hostile", HOSTILE)
+    refresh(isolated)
+    host_file = tmp_path / "host.json"
+    host_file.write_text(json.dumps({"device_nodes": ["/dev/hostile0"]}), encoding="utf-8")
+    monkeypatch.setenv("HWBACKENDS_HOST", str(host_file))
+    host = Host.from_file(host_file)
+    current, got = hwbackends.current(), hwbackends.get("hostile")
+    assert current is hwbackends.current() and current == got
+    for backend in (current, got):
+        assert isinstance(backend, hwbackends.Backend)
+        assert (backend.name, backend.device_type, backend.priority) == ("hostile", "hostile", 90)
+        assert type(backend.name) is str and backend.api_version == hwbackends.API_VERSION
+        assert [d.torch_device for d in backend.devices(host, {})] == ["hostile:0"]
+        with pytest.raises(PluginError, match=r"hostile\.devices\(\) raised ZeroDivisionError"):
+            backend.devices(host, {"HOSTILE": "1"})
+        with pytest.raises(PluginError, match=r"hostile\.helper\(\) raised ZeroDivisionError"):
+            backend.helper()
+        assert backend.probe(host).available
+        with pytest.raises(AttributeError):
+            backend.no_such_attribute  # noqa: B018
+    assert raw(current) is get_from_report(hwbackends.explain())  # the library's own calls

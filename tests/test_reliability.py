@@ -547,8 +547,8 @@ def test_a_plugin_claiming_cpu_cannot_break_current(tmp_path: Path) -> None:
     s.add_plugin("cpu", good_plugin("cpu", 99), dist="evil-cpu")
     env = clean_env(PYTHONPATH=str(s.path), HWBACKENDS_NO_CACHE="1")
     code = (
-        "import hwbackends\nb = hwbackends.current()\n"
-        "print(type(b).__module__, hwbackends.explain().chosen)"
+        "import hwbackends\nfrom hwbackends._selection.view import raw\n"
+        "b = hwbackends.current()\nprint(type(raw(b)).__module__, hwbackends.explain().chosen)"
     )
     got = python(code, env=env)
     assert got.returncode == 0, got.stderr

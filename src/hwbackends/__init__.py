@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     )
     from hwbackends._machine.host import Host, HostDevice, TorchBuild
     from hwbackends._selection.cache import reset
-    from hwbackends._selection.registry import backends, explain, get
+    from hwbackends._selection.registry import backends, explain
     from hwbackends._selection.report import BackendStatus, SelectionReport
 
 __all__ = [
@@ -85,7 +85,7 @@ _WHERE = {
         "AttentionOption", "Backend", "Capabilities", "Device", "Limitation", "Probe",
         "QuantSupport",
     ),
-    "_selection.registry": ("backends", "explain", "get"),
+    "_selection.registry": ("backends", "explain"),
     "_selection.report": ("BackendStatus", "SelectionReport"),
     "_selection.cache": ("reset",),
 }  # fmt: skip
@@ -120,13 +120,30 @@ def current(*, env: Mapping[str, str] | None = None, host: Host | None = None) -
         this machine, or the host file ``HWBACKENDS_HOST`` names.
     :raises BackendUnavailableError: when no backend is available, or none of those
         ``HWBACKENDS_BACKEND`` forces.
+
+    The backend is a guarded view of the plugin: its methods run the plugin's code under the
+    same guard as the library's own calls (a failure is a ``PluginError`` naming it).
     """
     if env is None and host is None:
-        from hwbackends._selection.cache import cached_backend
+        from hwbackends._selection.cache import cached_view
 
-        found = cached_backend()
+        found = cached_view()
         if found is not None:
-            return found
+            return found  # type: ignore[return-value]
     from hwbackends._selection.registry import current as _current
+    from hwbackends._selection.view import view_of
 
-    return _current(env=env, host=host)
+    return view_of(_current(env=env, host=host))  # type: ignore[return-value]
+
+
+def get(name: str) -> Backend:
+    """A backend by name, whether or not it is available here: a guarded view, as ``current``.
+
+    :param name: the backend's name, any case (``"cuda"``); ``hwbackends.backends()`` lists them.
+    :raises BackendNotFoundError: when no installed backend has that name.
+    :raises PluginError: when that backend is broken, or several plugins claim the name.
+    """
+    from hwbackends._selection.registry import get as _get
+    from hwbackends._selection.view import view_of
+
+    return view_of(_get(name))  # type: ignore[return-value]

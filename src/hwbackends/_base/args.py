@@ -4,7 +4,8 @@ fix, not an ``AttributeError`` from deep inside."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+# collections.abc's own module: importing collections.abc imports collections (1 ms)
+from _collections_abc import Mapping
 
 from hwbackends._base.errors import ArgumentError
 

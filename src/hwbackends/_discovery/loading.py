@@ -11,7 +11,6 @@ import _thread
 import os
 import sys
 import time
-from functools import partial, wraps
 
 from hwbackends._base.guard import PluginFault, Scope, call, call_many, describe, plain
 from hwbackends._base.protocol import API_VERSION
@@ -51,12 +50,14 @@ def selecting(select: _Select) -> _Select:
     deadline (``HWBACKENDS_DEADLINE``), and under ``HWBACKENDS_STRICT=1`` an edit a plugin
     call makes is a fault, as a broken plugin is."""
 
-    @wraps(select)
     def run(self: Any, env: Mapping[str, str], host: Any, settings: Settings | None = None) -> Any:
         s = Settings.from_env(env) if settings is None else settings
         with Scope(s.deadline, s.strict):
             return select(self, env, host, s)
 
+    # functools.wraps, without importing functools (1 ms with collections) on this path
+    run.__name__, run.__qualname__ = select.__name__, select.__qualname__
+    run.__doc__, run.__wrapped__ = select.__doc__, select  # type: ignore[attr-defined]
     return run  # type: ignore[return-value]
 
 
@@ -246,6 +247,10 @@ def meta_of(inst: object, timeout: float | None = None) -> Meta:
     return _remember(inst, meta)
 
 
+def _load_job(spec: EntryPointSpec) -> Callable[[], tuple[Backend, Meta]]:
+    return lambda: load_plugin(spec, 0.0)  # functools.partial: 1 ms of imports
+
+
 def load_plugin(spec: EntryPointSpec, timeout: float | None = None) -> tuple[Backend, Meta]:
     """Import, check and construct one plugin: one guarded call (one thread hand-off), each
     step named in the fault it raises."""
@@ -359,7 +364,7 @@ class Plugins:
         if len(todo) < 2:
             return  # loaded() does it, with the same guard
         results = call_many(
-            [(f"loading {s.value!r}", partial(load_plugin, s, 0.0), s.name) for s in todo],
+            [(f"loading {s.value!r}", _load_job(s), s.name) for s in todo],
             timeout=timeout,
         )
         with self._load_lock:

@@ -47,6 +47,7 @@ import sys
 
 from hwbackends._discovery.instances import INSTANCES
 from hwbackends._selection.snapshot import environ_snapshot
+from hwbackends._selection.view import BackendView, _views, view_of
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ _BUILTIN = {"cpu": "hwbackends._kit.cpu:CpuBackend"}
 #: "hit", "miss", "off" or "" (not asked yet): for tests and the benchmark.
 LAST = ""
 _chosen: Backend | None = None
+_identity: tuple[str, str, int] | None = None  # _chosen's, copied on a hit: no loading import
 #: The environment's copy a cached answer was looked up with: the process's selection, made
 #: later (an integration call, ``explain()``), reads the same one, so both answer one state.
 answered_env: dict[str, str] | None = None
@@ -406,7 +408,7 @@ def cached_backend() -> Backend | None:
 
 
 def _select() -> Backend | None:
-    global LAST, _chosen, answered_env
+    global LAST, _chosen, _identity, answered_env
     reg = sys.modules.get("hwbackends._selection.registry")  # not imported: no registry exists yet
     # getattr: another thread may be importing the registry right now, half-initialised
     if reg is not None and any(
@@ -426,16 +428,25 @@ def _select() -> Backend | None:
         answers = _read(dfd) if dfd is not None else {}
         hit = _lookup(answers.get(fp), env)
         if hit is not None:
-            _chosen, answered_env = hit[0], env
+            _chosen, _identity, answered_env = hit[0], hit[2], env
             LAST = "hit"
-            _said_on_hit(env, *hit)
+            _said_on_hit(env, hit[0], hit[1])
             return _chosen
     finally:
         if dfd is not None:
             os.close(dfd)
     LAST = "miss"
+    _identity = None  # a full selection's: read from what it loaded
     _chosen = _select_and_store(env, fp, raw)
     return _chosen
+
+
+def cached_view() -> BackendView | None:
+    """``cached_backend()`` as it leaves the selection layer: its guarded view."""
+    found = cached_backend()
+    if found is None or isinstance(found, BackendView):
+        return found
+    return view_of(found, _identity)
 
 
 def _said_on_hit(env: dict[str, str], backend: Backend, caveats: tuple[str, ...]) -> None:
@@ -492,7 +503,7 @@ def _select_and_store(env: dict[str, str], fp: bytes, raw: tuple[object, ...] = 
         old = answers.pop(fp, None)
         by_detail = old[1] if isinstance(old, tuple) and old[0] == watch else {}
         by_detail.pop(key, None)
-        by_detail[key] = (chosen.name, source, _caveats(report, env))
+        by_detail[key] = (chosen.name, source, _caveats(report, env), _identity_of(chosen))
         # Several answers per interpreter (programs whose paths or variables differ), the most
         # recent last; the oldest go first.
         answers[fp] = (watch, dict(list(by_detail.items())[-_KEEP:]))
@@ -558,9 +569,11 @@ def drop_answer() -> None:
         os.close(dfd)
 
 
-def _lookup(entry: object, env: Any = None) -> tuple[Backend, tuple[str, ...]] | None:
-    """The backend a cached entry names, resolved through installed metadata, and the
-    caveats its selection reported; or None."""
+def _lookup(
+    entry: object, env: Any = None
+) -> tuple[Backend, tuple[str, ...], tuple[str, str, int]] | None:
+    """The backend a cached entry names, resolved through installed metadata, the caveats
+    its selection reported, and its identity (name, device type, priority: copies); or None."""
     if not (isinstance(entry, tuple) and len(entry) == 2 and isinstance(entry[1], dict)):
         return None
     watch = entry[0]
@@ -571,38 +584,50 @@ def _lookup(entry: object, env: Any = None) -> tuple[Backend, tuple[str, ...]] |
     ):
         return None
     found = entry[1].get(_key(detail(watch, env=env)))
-    if not (isinstance(found, tuple) and len(found) == 3 and isinstance(found[0], str)):
+    if not (isinstance(found, tuple) and len(found) == 4 and isinstance(found[0], str)):
         return None
-    name, source, caveats = found
+    name, source, caveats, stored = found
     if not (isinstance(caveats, tuple) and all(isinstance(c, str) for c in caveats)):
         return None
     value = _BUILTIN.get(name) if source == "" else _declared_value(name, source)
     if value is None:
         return None
+    if source == "":  # the built-in: hwbackends' own code, made when first used
+        identity = _checked(stored)
+        if identity is None or identity[0] != name:
+            return None
+        lazy = BackendView(None, *identity, load=lambda: _instantiate(value))
+        return lazy, caveats, identity  # type: ignore[return-value]  # a Backend, structurally
+    from hwbackends._base.guard import call
+
+    # a plugin: the same time limit and isolation as a full selection's import
+    def load() -> tuple[Backend, Any]:
+        b = _instantiate(value)
+        return b, _identity_of(b)  # its attributes are plugin code too
+
     try:
-        if source == "":
-            backend = _instantiate(value)  # the built-in: hwbackends' own code, no isolation
-        else:
-            from hwbackends._base.guard import call
-
-            # a plugin: the same time limit and isolation as a full selection's import
-            def load() -> tuple[Backend, bool]:
-                b = _instantiate(value)
-                return b, getattr(b, "name", None) == name  # the name is plugin code too
-
-            backend, same = call(f"importing {value!r}", load)
-            if not same:
-                return None
+        backend, identity = call(f"importing {value!r}", load)
     except Exception:
         return None  # a plugin that fails now: the full selection will say why
-    if source == "" and backend.name != name:
+    if identity is None or identity[0] != name:
         return None
-    return backend, caveats
+    return backend, caveats, identity
+
+
+def _identity_of(b: object) -> tuple[str, str, int] | None:
+    return _checked(tuple(getattr(b, k, None) for k in ("name", "device_type", "priority")))
+
+
+def _checked(t: object) -> tuple[str, str, int] | None:
+    """``(name, device_type, priority)`` of exact builtin types (no subclass), else None."""
+    if isinstance(t, tuple) and len(t) == 3 and type(t[0]) is str and type(t[1]) is str:
+        return t if type(t[2]) is int else None
+    return None
 
 
 def reset() -> None:
     """Forget the cached selection and discovery (tests; after installing a plugin)."""
-    global _chosen, answered_env
+    global _chosen, _identity, answered_env
     from hwbackends._discovery import loading
     from hwbackends._selection import registry
 
@@ -611,4 +636,5 @@ def reset() -> None:
     registry._recent = None
     registry._registry = None
     loading.forget()  # also lets plugins that hung be called again
-    _chosen = answered_env = None
+    _chosen = _identity = answered_env = None
+    _views.clear()

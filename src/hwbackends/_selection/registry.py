@@ -13,7 +13,6 @@ import _thread
 import os
 import sys
 import time
-from functools import partial
 
 from hwbackends._base.args import check_env, check_name
 from hwbackends._base.errors import (
@@ -84,7 +83,7 @@ from hwbackends._selection.verdict import build_verdicts, unready_warnings, with
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any, Literal
 
     from hwbackends._base.protocol import Backend
@@ -124,6 +123,9 @@ class Registry(Plugins):
         probe = probe_of(backend, meta, host, None)
         claim = torch_claim(backend, host)
         return backend, meta, probe, (time.perf_counter() - t0) * 1000, claim
+
+    def _probe_job(self, c: Candidate, host: Host) -> Callable[[], Any]:
+        return lambda: self._load_and_probe(c, host)  # functools.partial: 1 ms of imports
 
     def get(self, name: str, settings: Settings | None = None) -> Backend:
         """A backend by name; of plugins claiming it, the one ``settings`` (default: the
@@ -279,13 +281,10 @@ class Registry(Plugins):
         builtin = [c for c in to_probe if _builtin(c.spec)]
         plugins = [c for c in to_probe if not _builtin(c.spec)]
         outcomes = call_many(
-            [
-                (f"{c.name}.probe()", partial(self._load_and_probe, c, host), c.name)
-                for c in plugins
-            ],
+            [(f"{c.name}.probe()", self._probe_job(c, host), c.name) for c in plugins],
             timeout=limit,
         ) + call_many(
-            [(f"{c.name}.probe()", partial(self._load_and_probe, c, host)) for c in builtin],
+            [(f"{c.name}.probe()", self._probe_job(c, host)) for c in builtin],
             timeout=0.0,
         )
         for c, (ok, value) in zip(plugins + builtin, outcomes, strict=True):

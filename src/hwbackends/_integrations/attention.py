@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from hwbackends._integrations.model import ModelFacts
     from hwbackends._kit.hf_tables import TransformersTables
     from hwbackends._machine.host import Host
-    from hwbackends.transformers import KernelsStatus
+    from hwbackends._integrations.use_kernels import KernelsStatus
 
 
 #: Device types on which Transformers refuses flex_attention: ``is_torch_flex_attn_available()``

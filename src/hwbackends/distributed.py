@@ -166,7 +166,7 @@ def _joined(info: LaunchInfo, env: Mapping[str, str] | None, kwargs: Mapping[str
     import torch.distributed as dist
 
     wanted = kwargs.get("collective")
-    have = str(dist.get_backend())
+    have = _group_collective(dist)
     if wanted and wanted not in have.replace(",", ":").split(":"):
         raise HwBackendsError(
             f"a process group already exists in this process with the {have} collective, and "
@@ -181,6 +181,19 @@ def _joined(info: LaunchInfo, env: Mapping[str, str] | None, kwargs: Mapping[str
         if info.sources.get("local_rank", "unknown").split(":")[0] not in ("unknown", ""):
             os.environ.setdefault("LOCAL_RANK", str(info.local_rank))
     return have
+
+
+def _group_collective(dist: Any) -> str:
+    """The existing group's collective. A group made with ``backend=None`` (Accelerate's
+    ``PartialState`` under ``notebook_launcher`` on CPU) reports ``"undefined"`` from
+    ``get_backend()``; ``get_backend_config()`` names what torch chose per device type
+    (``cpu:gloo``)."""
+    have = str(dist.get_backend())
+    if have != "undefined":
+        return have
+    config = str(dist.get_backend_config())
+    chosen = {part.rpartition(":")[2] for part in config.split(",") if part}
+    return chosen.pop() if len(chosen) == 1 else config
 
 
 @frozen

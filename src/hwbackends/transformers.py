@@ -29,7 +29,12 @@ from hwbackends._integrations.dtype import _dtype_choice, _torch_dtype
 from hwbackends._integrations.model import ModelFacts, model_facts
 from hwbackends._integrations.placement import _device_map, _spread_caps
 from hwbackends._integrations.rank import process_rank
-from hwbackends._integrations.use_kernels import _kernels_choice
+from hwbackends._integrations.use_kernels import (
+    HubKernel,
+    KernelsStatus,
+    _kernels_choice,
+    kernels_status,
+)
 from hwbackends._selection.target import Target, resolve_target
 
 if TYPE_CHECKING:
@@ -37,6 +42,7 @@ if TYPE_CHECKING:
     from hwbackends._machine.host import Host
 
 __all__ = [
+    "HubKernel",
     "KernelsStatus",
     "ModelError",
     "ModelFacts",
@@ -48,65 +54,6 @@ __all__ = [
     "pretrained_kwargs",
     "resolve_attention",
 ]
-
-
-@frozen
-class KernelsStatus:
-    """Whether hub kernels (``use_kernels``, hub attention fallbacks) can work here."""
-
-    available: bool
-    """True when hub kernels can work here: the backend has a ``kernels`` device key, the
-    host's Transformers is known to accept its ``kernels`` release, and the Hub is not off
-    (``HF_HUB_OFFLINE`` / ``TRANSFORMERS_OFFLINE``)."""
-    reason: str
-    """Why, in words: the versions compared, or what is missing or switched off."""
-    device_key: str | None
-    """The device's ``kernels`` key (``cuda``, ``rocm``, ``xpu``, ...); None when it has none."""
-    transformers: str | None = None
-    """The host's Transformers version; None when it is not installed."""
-    kernels: str | None = None
-    """The host's ``kernels`` version; None when it is not installed."""
-
-    def to_dict(self) -> dict[str, Any]:
-        """This status as JSON-able data."""
-        return {
-            "available": self.available,
-            "reason": self.reason,
-            "device_key": self.device_key,
-            "transformers": self.transformers,
-            "kernels": self.kernels,
-        }
-
-
-def kernels_status(target: Target) -> KernelsStatus:
-    """Is the ``transformers``/``kernels`` pair coherent, is there a device key, is the hub on?
-
-    The accepted ``kernels`` range comes from the host's Transformers, read as text (never
-    imported), as ``hwbackends.facts.kernels_state`` reads it for the GPU plugins' tables.
-
-    :param target: the backend, device capabilities, host and environment to answer for, as
-        ``plan_pretrained`` resolves them (its ``kernels`` is this answer).
-    """
-    from hwbackends._kit.hf_tables import kernels_state, transformers_tables
-
-    key = target.caps.kernel_device
-    tv = target.host.package("transformers")
-    kv = target.host.package("kernels")
-    if key is None:
-        return KernelsStatus(False, f"kernels has no device key for {target.name}", None, tv, kv)
-    state = kernels_state(target.host, transformers_tables(target.host))
-    if not state.usable:
-        why = state.reason
-        if kv is None and tv is not None:
-            why += " (pip install 'transformers[kernels]')"
-        prefix = "" if tv is None else "kernels integration unavailable: "
-        return KernelsStatus(False, prefix + why, key, tv, kv)
-    offline = target.env.get("HF_HUB_OFFLINE") or target.env.get("TRANSFORMERS_OFFLINE") or ""
-    if offline.strip().lower() in ("1", "true", "yes", "on"):
-        return KernelsStatus(
-            False, "hub kernels cannot be fetched: HF_HUB_OFFLINE is set", key, tv, kv
-        )
-    return KernelsStatus(True, state.reason, key, tv, kv)
 
 
 def resolve_attention(
@@ -304,6 +251,10 @@ class PretrainedPlan:
     None when none was."""
     model: ModelFacts | None = None
     """The facts of the model class planned for (``model=``); None when none was given."""
+    hub_kernels: tuple[HubKernel, ...] | None = None
+    """The hub repositories ``use_kernels=True`` loads here (the installed Transformers'
+    mapping for the device key and mode), each with its local cache state; None when the
+    mapping was not read (no opt-in; without one, read only offline for a model class)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-able data: a ``torch.dtype`` shown as its name, other objects (a
@@ -317,6 +268,9 @@ class PretrainedPlan:
             "kernels": self.kernels.to_dict(),
             "quantization": self.quantization.to_dict() if self.quantization else None,
             "model": self.model.to_dict() if self.model else None,
+            "hub_kernels": None
+            if self.hub_kernels is None
+            else [k.to_dict() for k in self.hub_kernels],
         }
 
 
@@ -429,7 +383,7 @@ def plan_for_target(
     impl, reasons["attn_implementation"] = _attention_choice(t, caps, spread, choice)
     if impl is not None:
         kwargs["attn_implementation"] = impl
-    _kernels_choice(t, caps, kstat, kernels, facts, kwargs, reasons)
+    hub = _kernels_choice(t, caps, kstat, kernels, facts, kwargs, reasons, training=training)
     notes: list[str] = []
     support = None
     if quantization is not None:
@@ -441,7 +395,7 @@ def plan_for_target(
     for n in notes:
         warnings.warn(n, UserWarning, stacklevel=3)
     plan = PretrainedPlan(kwargs, t.name, t.device, reasons, tuple(notes), kstat, support)
-    return replace(plan, model=facts) if facts is not None else plan
+    return replace(plan, model=facts, hub_kernels=hub)
 
 
 def _placement_caps(t: Target, device_map: Any) -> tuple[Capabilities, list[Capabilities]]:
@@ -564,8 +518,9 @@ def pretrained_kwargs(
         ``"auto"``: never set (Hub code runs only on opt-in); the reason says what it would do
         and how to opt in, and hub-kernel attention options are not chosen. ``True``: set when
         hub kernels can work here (see ``kernels_status``: a kernels device key, a ``kernels``
-        release the host's Transformers accepts, the Hub not offline) and ``model``'s class (or,
-        without one, the device) has a layer they map, else ``UnsupportedSettingError``; the
+        release the host's Transformers accepts; the Hub on, or offline every repository the
+        layers need in the local cache) and ``model``'s class (or, without one, the device)
+        has a layer they map, else ``UnsupportedSettingError`` naming what to download; the
         hub-kernel attention options become choosable. ``False``: never set.
         Any other value (``None``, ``1``, ``"yes"``) raises ``UnsupportedSettingError``. It does
         not change ``attention``: hub-kernel attention depends on the integration alone.

@@ -609,3 +609,58 @@ def test_inside_accelerates_debug_launcher_the_existing_group_is_the_truth(
             "group_rank": rank, "refused": "HwBackendsError", "world_size": 2,
             "process_index": rank,
         }  # fmt: skip
+
+
+IN_NOTEBOOK_LAUNCHER = """
+import json, os, sys, tempfile
+from accelerate import notebook_launcher
+out = sys.argv[1]
+
+def train(first):
+    import torch.distributed as dist
+    from transformers import TrainingArguments
+    from hwbackends.accelerate import training_kwargs
+    from hwbackends.distributed import detect_launch, init_process_group
+    if first == "accelerate":
+        from accelerate import PartialState
+        PartialState()  # Accelerate forms the group (backend=None on CPU) before hwbackends
+    info = detect_launch()
+    collective = init_process_group()
+    again = init_process_group()  # the group exists now: kept
+    args = TrainingArguments(output_dir=tempfile.mkdtemp(), report_to="none", **training_kwargs())
+    seen = {"launcher": info.launcher, "rank": info.rank, "world": info.world_size,
+            "collective": collective, "again": again, "group_rank": dist.get_rank(),
+            "group_size": dist.get_world_size(), "world_size": args.world_size,
+            "process_index": args.process_index}
+    with open(os.path.join(out, f"{first}-rank{info.rank}.json"), "w") as f:
+        json.dump(seen, f)
+
+for first in ("hwbackends", "accelerate"):
+    notebook_launcher(train, args=(first,), num_processes=2)
+"""
+
+
+def test_inside_accelerates_notebook_launcher_each_rank_gets_its_own_answer(
+    tmp_path: Path,
+) -> None:
+    """notebook_launcher(num_processes=2) on CPU forks two ranks through torch's elastic agent
+    (torchrun's variables, start method fork). Where hwbackends starts the group, the ranks are
+    torchrun's; where Accelerate's PartialState formed it first, the existing group is the
+    truth, and its collective is gloo (torch reports 'undefined' for a group made with
+    backend=None; ff6c5b6 returned that)."""
+    import accelerate  # noqa: F401
+    import torch  # noqa: F401
+
+    proc = subprocess.run(
+        [sys.executable, "-c", IN_NOTEBOOK_LAUNCHER, str(tmp_path)],
+        env=base_env(tmp_path), capture_output=True, text=True, timeout=TIMEOUT, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    for first, launcher in (("hwbackends", "torchrun"), ("accelerate", "process_group")):
+        for rank in (0, 1):
+            seen = json.loads((tmp_path / f"{first}-rank{rank}.json").read_text())
+            assert seen == {
+                "launcher": launcher, "rank": rank, "world": 2, "collective": "gloo",
+                "again": "gloo", "group_rank": rank, "group_size": 2, "world_size": 2,
+                "process_index": rank,
+            }, first  # fmt: skip

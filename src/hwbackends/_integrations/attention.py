@@ -12,9 +12,9 @@ if TYPE_CHECKING:
 
     from hwbackends._base.protocol import AttentionOption, Capabilities
     from hwbackends._integrations.model import ModelFacts
+    from hwbackends._integrations.use_kernels import KernelsStatus
     from hwbackends._kit.hf_tables import TransformersTables
     from hwbackends._machine.host import Host
-    from hwbackends.transformers import KernelsStatus
 
 
 #: Device types on which Transformers refuses flex_attention: ``is_torch_flex_attn_available()``

@@ -282,10 +282,13 @@ def _kernels_why(hub: list[str], kept: list[str], plan: Any) -> str:
     installed kernels map for its device key can get a hub kernel at all."""
     if hub and not kept:
         return "every replaceable layer got a kernel from the local cache"
-    from hwbackends._kit.hf_tables import kernel_layers, transformers_tables
-
     key = plan.kernels.device_key
-    mapped = set(kernel_layers(key, None, transformers_tables(None))) if key else set()
+    if plan.hub_kernels is not None:  # the plan read the mapping for this device and mode
+        mapped = {k.layer for k in plan.hub_kernels}
+    else:
+        from hwbackends._kit.hf_tables import kernel_layers, transformers_tables
+
+        mapped = set(kernel_layers(key, None, transformers_tables(None))) if key else set()
     fetchable = [k for k in kept if k.rsplit("(", 1)[-1].rstrip(")") in mapped]
     if not fetchable:
         return (

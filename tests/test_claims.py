@@ -69,7 +69,10 @@ def test_a_declared_replacement_replaces(site: Site) -> None:
     assert "cuda (hwbackends-cuda-dgx, replaces hwbackends-cuda)" in out
     assert "disabled (replaced)" in out
     # the process-wide entry points hand out the replacement, not the replaced plugin
-    probe = "import hwbackends; print(type(hwbackends.get('cuda')).__module__)"
+    probe = (
+        "import hwbackends; from hwbackends._selection.view import raw; "
+        "print(type(raw(hwbackends.get('cuda'))).__module__)"
+    )
     e = clean_env(PYTHONPATH=os.pathsep.join([str(site.path), os.environ.get("PYTHONPATH", "")]))
     got = run_python("-c", probe, env=e)
     assert got.stdout.strip() == site.modules[0], got.stderr
@@ -123,7 +126,8 @@ def test_a_clash_says_the_same_everywhere_and_a_distribution_name_resolves_it(
     assert (chosen["name"], chosen["origin"]) == ("cuda", "hwbackends-cuda-fork")
     got = run_python(
         "-c",
-        "import hwbackends; print(type(hwbackends.get('cuda')).__module__)",
+        "import hwbackends; from hwbackends._selection.view import raw; "
+        "print(type(raw(hwbackends.get('cuda'))).__module__)",
         env=dict(e, HWBACKENDS_DISABLE="hwbackends-cuda"),
     )
     assert got.stdout.strip() == site.modules[0], got.stderr
@@ -258,7 +262,8 @@ def test_the_selection_cache_remembers_the_replacement(site: Site, tmp_path: Pat
     replacing = site.add_plugin("alpha", node + '    replaces = "alpha"\n', dist="zeta-alpha")
     probe = (
         "import json, hwbackends; from hwbackends._selection import cache; "
-        "b = hwbackends.current(); print(json.dumps([cache.LAST, type(b).__module__]))"
+        "from hwbackends._selection.view import raw; "
+        "b = hwbackends.current(); print(json.dumps([cache.LAST, type(raw(b)).__module__]))"
     )
     env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"), PYTHONPATH=str(site.path))
     runs = [run_python("-c", probe, env=env) for _ in range(2)]

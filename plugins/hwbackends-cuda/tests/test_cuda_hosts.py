@@ -236,7 +236,12 @@ def test_explain_with_installed_entry_points(load_host: Callable[[str], hwbacken
         st = r.status("cuda")
         assert (st.origin, st.target) == ("hwbackends-cuda", "hwbackends_cuda:CudaBackend")
         assert r.status("rocm").state == "unavailable"
-        assert isinstance(hwbackends.get("cuda"), CudaBackend)
+        b = hwbackends.get("cuda")  # a guarded view of the plugin's CudaBackend
+        assert (
+            isinstance(b, hwbackends.Backend)
+            and b.name == "cuda"
+            and b.priority == CudaBackend.priority
+        )
     finally:
         hwbackends.reset()
 

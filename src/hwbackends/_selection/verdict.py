@@ -266,10 +266,10 @@ def _claimed(
         torch = host.torch.version if host.torch is not None else None
         return replace(base, state="served",
                        build=f"the installed torch {torch}" if torch else None)  # fmt: skip
-    if not probe.hardware_present or not probe.hint:
-        # its backend does not count it (an iGPU outside the vendor's targets), or names no
-        # fix that would make it work
-        return base
+    if not probe.hardware_present:
+        return base  # its backend does not count it (an iGPU outside the vendor's targets)
+    if not probe.hint:  # present, not ready, no fix named: its own build, from its own source
+        return replace(base, state="install", build=f"the {s.name} backend's torch build")
     # a backend that gives no per-device facts: the index its fix installs from
     index = _index_in(probe.hint) if fact is None else fact.torch_index
     pin = fact.torch_pin if fact is not None else None

@@ -295,6 +295,15 @@ def install_line(report: SelectionReport) -> dict[str, Any]:
     # the verdict's index for these devices (cu126 for a Pascal GPU), unless the backend's
     # torch is a vendor's own (no index at all: one would replace it)
     index = ((verdict.torch_index if verdict is not None else None) or own) if own else None
+    if (
+        verdict is not None
+        and not verdict.torch_index
+        and verdict.fix
+        and verdict.state == "install"
+    ):
+        # its fix installs torch from no PyTorch index (a Jetson's JetPack wheel, a build from
+        # source on ppc64le): the fix is the step after this line, never the stock index
+        index, hint = None, verdict.fix
     if index and verdict is not None and verdict.torch_pin:  # the newest has no kernels for it
         argv.append(f"torch=={verdict.torch_pin}.*")
     if index:

@@ -52,8 +52,9 @@ def device_support(
     """One ``DeviceSupport`` per GPU of ``own`` (the backend's host devices, in order).
 
     Empty off Linux x86_64 / Windows: the matrix rows are those wheels' (the core then derives
-    the verdicts from the probe)."""
-    if (host.machine or "").lower() not in ("x86_64", "amd64"):
+    the verdicts from the probe). A tree whose CPU is not known is taken as x86_64, as the
+    probe's fix says it does."""
+    if (host.machine or "x86_64").lower() not in ("x86_64", "amd64"):
         return ()
     from ._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on
 

@@ -77,6 +77,19 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("_selection/cache.py",),
         ("tests/test_cache.py", "tests/test_selection_snapshot.py"),
     ),
+    "verdict": (
+        ("_selection/verdict.py",),
+        (
+            "tests/test_verdicts.py",
+            "tests/test_advice.py",
+            "tests/test_install_story.py",
+            "tests/real_machines/test_corpus.py",
+        ),
+    ),
+    "cpuinfo": (
+        ("_machine/cpuinfo.py",),
+        ("tests/test_cpuinfo.py", "tests/test_root_tree.py", "tests/real_machines/test_corpus.py"),
+    ),
     "target": (
         ("_selection/target.py",),
         (

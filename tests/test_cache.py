@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from coretest import Site, clean_env, good_plugin, pci_function, run_python
@@ -225,6 +226,29 @@ def test_a_torch_rebuilt_in_place_changes_the_key(
     assert part[0] == str(tmp_path)
     version.write_text("__version__ = '2.13.0+cu128'\n")  # longer: another size
     assert cache._torch_part() != part
+
+
+def test_watched_paths_are_traced_by_kind_and_a_missing_one_costs_one_call(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file's trace holds its first bytes, a folder's its listing; a path that is absent
+    (most of the watched driver paths, on most machines) is one failed open, nothing more."""
+    (tmp_path / "version").write_text("535.104.05\n")
+    (tmp_path / "nodes").mkdir()
+    (tmp_path / "nodes" / "1").mkdir()
+    assert cache._trace(str(tmp_path / "version"))[2] == b"535.104.05\n"
+    assert cache._trace(str(tmp_path / "nodes"))[0] == ("1",)
+    calls: list[str] = []
+    for name in ("listdir", "stat"):
+        real = getattr(os, name)
+
+        def counted(*a: object, _n: str = name, _r: Any = real, **k: object) -> Any:
+            calls.append(_n)
+            return _r(*a, **k)
+
+        monkeypatch.setattr(os, name, counted)
+    assert cache._trace(str(tmp_path / "absent")) == ((), -1)
+    assert calls == []
 
 
 # -- answers are resolved through installed metadata ---------------------------------------------

@@ -1,28 +1,15 @@
 """Running plugin code: its failures and hangs isolated and named, its edits reported.
 
 Installed plugins are trusted code, as in pluggy, fsspec or torch's backend autoload; this is
-no sandbox. Every call into a plugin (import, constructor, probe, ``devices()``, the
-host-reading hooks, ``capabilities()``) goes through ``call`` / ``call_many``:
-
-- **Time limits.** The calls run on a worker thread; the caller waits at most
-  ``HWBACKENDS_TIMEOUT`` seconds per call and, inside a selection (``Scope``), never past its
-  overall deadline (``HWBACKENDS_DEADLINE``). A limit of 0 runs the calls inline, with
-  neither. A call past its limit is abandoned (Python cannot stop a thread) and reported; its
-  ``owner`` (a backend's name) is not called again while that call still runs, across
-  ``hwbackends.reset()`` too, so a hanging plugin holds one thread, not one per selection.
-  Idle workers are reused and exit after ``_IDLE_S``; at most ``_MAX_WORKERS`` run at once.
-- **Any exception is the plugin's**, ``BaseException`` included, read on the worker (its
-  ``__str__`` is plugin code too) and raised as a ``PluginFault`` naming the call. A real
-  Ctrl-C reaches the caller, which waits rather than runs plugin code.
-- **Values cross as exact builtin copies** (``plain``).
-- **Edits are reported, never undone.** Around each call, at a cost that does not grow with
-  ``sys.modules``: the variables selection reads (``HWBACKENDS_*`` and the visibility
-  variables of the backends read so far, ``watch``), ``sys.path``, the working directory,
-  the recursion limit, and whether file descriptors 0-2 are open. A change is reported
-  (``take_reports``) naming the call and left as it is: nothing tells the plugin's edit from
-  one another thread made meanwhile. Under ``HWBACKENDS_STRICT=1`` it is a fault instead.
-- **Fork** waits (at most ``_FORK_WAIT_S``) only while hwbackends' own entry points or plugin
-  calls run in another thread, so that a child rarely inherits a half-done import.
+no sandbox (what plugins are trusted with: docs/concepts.md). Every call into a plugin goes
+through ``call`` / ``call_many``: on a worker thread, within ``HWBACKENDS_TIMEOUT`` per call
+and a selection's ``HWBACKENDS_DEADLINE`` (``Scope``); a call past its limit is abandoned and
+its ``owner`` not called again while it runs, across ``reset()`` too. Any exception, even a
+``BaseException``, becomes a ``PluginFault`` naming the call; values cross as exact builtin
+copies (``plain``); the edits a call makes to what selection reads (``watch``), ``sys.path``,
+the working directory, the recursion limit and descriptors 0-2 are reported
+(``take_reports``), never undone (a fault under ``HWBACKENDS_STRICT=1``). A fork waits
+briefly for hwbackends' own work in other threads, never for the application's.
 
 This module imports only builtins and the settings, so the selection path stays cheap.
 """

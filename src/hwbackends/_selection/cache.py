@@ -167,6 +167,8 @@ def _trace(path: str) -> tuple[object, ...]:
     # is replaced, and its version is what selection reads
     try:
         fd = os.open(path, os.O_RDONLY | _O_NONBLOCK | _O_CLOEXEC)
+    except FileNotFoundError:  # most watched paths, on most machines: one syscall, not three
+        return ((), -1)
     except OSError:
         return (_listing(path), _mtime(path))
     try:

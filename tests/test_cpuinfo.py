@@ -7,9 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from hwbackends import Host
-from hwbackends._machine.cpuinfo import tree_cores, tree_machine
+from hwbackends._machine.cpuinfo import MAX_CPUS, _cpu_list, _fields, tree_cores, tree_machine
 
 # /proc/cpuinfo as each architecture's show_cpuinfo writes it (the first block).
 X86 = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Intel Xeon\nflags\t\t: fpu lm\n"
@@ -105,3 +107,37 @@ def test_host_from_a_tree_is_the_trees_cpu_not_this_machines(tmp_path: Path) -> 
     assert Host.from_dict(blank.to_dict()).cpu.count == 0  # the host file keeps "not known"
     here = Host.from_system("/", path=[])
     assert here.machine == os.uname().machine and here.cpu.count == (os.cpu_count() or 1)
+
+
+# The kernel's CPU-list format (Documentation/admin-guide/cputopology.rst: "0-3,8-11"):
+# comma-separated single CPUs or inclusive ranges.
+_ranges = st.lists(st.tuples(st.integers(0, 99_999), st.integers(0, 50)), min_size=1, max_size=8)
+
+
+@given(_ranges)
+def test_a_cpu_list_counts_what_it_names(parts: list[tuple[int, int]]) -> None:
+    text = ",".join(f"{lo}-{lo + span}" if span else str(lo) for lo, span in parts)
+    total = sum(span + 1 for _, span in parts)
+    assert _cpu_list(text + "\n") == (total if total <= MAX_CPUS else None)
+
+
+@given(st.integers(0, 999_999), st.integers(0, 999_999))
+def test_a_range_backwards_or_over_six_digits_is_malformed(lo: int, hi: int) -> None:
+    expected = hi - lo + 1 if lo <= hi and hi - lo < MAX_CPUS else None
+    assert _cpu_list(f"{lo}-{hi}") == expected
+    assert _cpu_list(f"{lo:06d}-{hi:06d}") == expected  # six digits are read as they are
+    # no kernel numbers CPUs past six digits: a longer number is malformed, whatever its value
+    assert _cpu_list(f"{lo:07d}-{hi}") is None
+    assert _cpu_list(f"{lo}-{hi:07d}") is None
+    assert _cpu_list(f"{lo:07d}") is None
+
+
+def test_a_list_naming_more_cpus_than_any_kernel_is_malformed() -> None:
+    assert _cpu_list(f"0-{MAX_CPUS - 1}") == MAX_CPUS
+    assert _cpu_list(f"0-{MAX_CPUS}") is None
+    assert _cpu_list(f"0-{MAX_CPUS - 1},{MAX_CPUS + 5}") is None
+
+
+def test_cpuinfo_keys_are_short_and_the_first_value_wins() -> None:
+    text = f"Flags\t: lm\nflags : sse\n{'k' * 39}: kept\n{'k' * 40}: dropped\n: nameless\n"
+    assert _fields(text) == {"flags": "lm", "k" * 39: "kept"}

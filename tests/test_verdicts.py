@@ -250,3 +250,119 @@ def test_a_broken_device_support_hook_falls_back_to_the_probe() -> None:
     )
     assert {v.state for v in verdicts} == {"install"}  # the probe's answer, its fix
     assert problems and "cuda.device_support() failed" in problems[0]
+
+
+# -- the decisions one by one, on statuses and backends made here ------------------------------
+
+
+def _status(name: str, state: str, vendor: str | None, *, present: bool = True,
+            hint: str | None = None) -> Any:  # fmt: skip
+    from hwbackends import Probe
+    from hwbackends._selection.report import BackendStatus
+
+    probe = Probe(name, present, False, f"{name}'s runtime is missing", hint)
+    return BackendStatus(name, "test", "1", name, state, probe=probe, vendor=vendor)
+
+
+class _Owns:
+    """A loaded backend whose ``host_devices`` are the given PCI addresses."""
+
+    def __init__(self, *buses: str) -> None:
+        self.buses = buses
+
+    def host_devices(self, host: Host) -> tuple[Any, ...]:
+        return tuple(d for d in host.devices if d.pci_bus_id in self.buses)
+
+
+def _two_gpus() -> Host:
+    from hwbackends import HostDevice
+
+    return Host(devices=(
+        HostDevice("nvidia", "0000:01:00.0", name="GPU A"),
+        HostDevice("nvidia", "0000:02:00.0", name="GPU B"),
+    ))  # fmt: skip
+
+
+def _verdicts(host: Host, statuses: list[Any], loaded: dict[str, Any], chosen: str) -> list[Any]:
+    from hwbackends._selection.verdict import build_verdicts
+
+    verdicts, problems = build_verdicts(host, statuses, loaded.get, chosen, None)
+    assert problems == []
+    return list(verdicts)
+
+
+def test_the_chosen_backend_claims_a_shared_device_first_and_keeps_it() -> None:
+    # two backends of one vendor (a vendor's own build beside the stock one): "acme" sorts
+    # first by name, but the chosen "cuda" claims both; a device claimed stays claimed
+    host = _two_gpus()
+    statuses = [_status("acme", "unavailable", "nvidia"), _status("cuda", "unavailable", "nvidia")]
+    both = ("0000:01:00.0", "0000:02:00.0")
+    loaded = {"acme": _Owns(*both), "cuda": _Owns(*both)}
+    assert [v.backend for v in _verdicts(host, statuses, loaded, "cuda")] == ["cuda", "cuda"]
+    # the chosen one owns only the first: the other backend gets the second, not both
+    loaded["cuda"] = _Owns("0000:01:00.0")
+    assert [v.backend for v in _verdicts(host, statuses, loaded, "cuda")] == ["cuda", "acme"]
+
+
+def test_a_device_its_vendors_backend_does_not_own_is_left_to_no_backend() -> None:
+    host = _two_gpus()
+    got = _verdicts(host, [_status("cuda", "unavailable", "nvidia")],
+                    {"cuda": _Owns("0000:01:00.0")}, "cpu")  # fmt: skip
+    assert [(v.backend, v.state) for v in got] == [("cuda", "install"), (None, "no-backend")]
+    assert got[1].reason.startswith("not used by the cuda backend (not one of its devices")
+
+
+def test_only_a_loaded_backend_in_a_good_state_claims_devices() -> None:
+    host = _two_gpus()
+    # broken and disabled backends never claim; nor does one whose instance is not loaded
+    for statuses, loaded in (
+        ([_status("cuda", "broken", "nvidia")], {"cuda": _Owns("0000:01:00.0")}),
+        ([_status("cuda", "disabled", "nvidia")], {"cuda": _Owns("0000:01:00.0")}),
+        ([_status("cuda", "unavailable", "nvidia")], {}),
+    ):
+        got = _verdicts(host, statuses, loaded, "cpu")
+        assert [v.backend for v in got] == [None, None], statuses
+    # and a good state claims only its own vendor's devices, whatever state the others are in
+    others = [_status("rocm", "unavailable", "amd"), _status("cpu", "selected", None)]
+    got = _verdicts(host, others, {}, "cpu")
+    assert all(v.backend is None and "not used by" not in v.reason for v in got), got
+
+
+def test_an_unclaimed_known_vendors_device_gets_the_catalogs_fix() -> None:
+    got = _verdicts(_two_gpus(), [_status("cpu", "selected", None)], {}, "cpu")
+    assert all(v.state == "no-backend" for v in got)
+    assert all(v.fix and "hwbackends-cuda" in v.fix for v in got), got
+
+
+def test_a_function_that_is_no_accelerator_says_so() -> None:
+    host = Host.from_file(str(ROOT / "tests/hosts/qat-server.json"))
+    got = [v for v in explain(host=host).verdicts if v.label.startswith("Intel QuickAssist")]
+    assert got and {v.reason for v in got} == {"not an accelerator: no backend computes on it"}
+    assert {(v.backend, v.state, v.fix) for v in got} == {(None, "no-backend", None)}
+
+
+def test_a_device_its_backend_does_not_name_keeps_the_hosts_name() -> None:
+    got = _verdicts(_two_gpus(), [_status("cuda", "unavailable", "nvidia")],
+                    {"cuda": _Owns("0000:01:00.0", "0000:02:00.0")}, "cpu")  # fmt: skip
+    assert [v.label for v in got] == ["GPU A", "GPU B"]
+
+
+def test_a_backend_whose_probe_names_no_fix_shows_none() -> None:
+    from hwbackends import Probe
+    from hwbackends._selection.verdict import Verdict, backend_fix
+
+    mine = [Verdict(0, "GPU A", None, "nvidia", "cuda", "unusable", "too old", fix="buy one")]
+    assert backend_fix("cuda", Probe("cuda", True, False, "no runtime", None), mine) is None
+    hinted = Probe("cuda", True, False, "no runtime", "pip install it")
+    assert backend_fix("cuda", hinted, mine) == "buy one"  # its devices' own fix
+    assert backend_fix("cuda", hinted, []) == "pip install it"
+
+
+def test_the_install_line_takes_the_index_of_that_backends_own_device() -> None:
+    from hwbackends._selection.verdict import Verdict, install_choice
+
+    other = Verdict(0, "MI50", None, "amd", "rocm", "unusable", "no wheel", torch_index="R")
+    first = Verdict(1, "GPU A", None, "nvidia", "cuda", "install", "no torch")
+    named = Verdict(2, "GPU B", None, "nvidia", "cuda", "install", "no torch", torch_index="C")
+    assert install_choice([other, first, named], "cpu") == ("cuda", named)
+    assert install_choice([other, first], "cpu") == ("cuda", first)

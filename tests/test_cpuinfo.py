@@ -141,3 +141,20 @@ def test_a_list_naming_more_cpus_than_any_kernel_is_malformed() -> None:
 def test_cpuinfo_keys_are_short_and_the_first_value_wins() -> None:
     text = f"Flags\t: lm\nflags : sse\n{'k' * 39}: kept\n{'k' * 40}: dropped\n: nameless\n"
     assert _fields(text) == {"flags": "lm", "k" * 39: "kept"}
+
+
+def test_an_empty_range_spoils_the_whole_list() -> None:
+    assert _cpu_list("0-3,5-4") is None  # "5-4" names no CPU: the list is malformed
+
+
+@pytest.mark.parametrize(
+    ("arch", "features", "machine"),
+    [("8", "fp asimd", "aarch64"), ("8", "half thumb fastmult vfp edsp neon", ""),
+     ("7", "fp asimd", "armv7l"), ("8000", "fp asimd", "")],
+)  # fmt: skip
+def test_an_arm_cpu_is_aarch64_only_with_its_64_bit_features(
+    tmp_path: Path, arch: str, features: str, machine: str
+) -> None:
+    # a 32-bit kernel on an ARMv8 core shows architecture 8 with the AArch32 features
+    text = f"processor\t: 0\nFeatures\t: {features}\nCPU architecture: {arch}\n"
+    assert tree_machine(str(_tree(tmp_path, text))) == machine

@@ -256,12 +256,13 @@ def test_a_broken_device_support_hook_falls_back_to_the_probe() -> None:
 
 
 def _status(name: str, state: str, vendor: str | None, *, present: bool = True,
-            hint: str | None = None) -> Any:  # fmt: skip
+            hint: str | None = None, ready: bool = False, probed: bool = True) -> Any:  # fmt: skip
     from hwbackends import Probe
     from hwbackends._selection.report import BackendStatus
 
-    probe = Probe(name, present, False, f"{name}'s runtime is missing", hint)
-    return BackendStatus(name, "test", "1", name, state, probe=probe, vendor=vendor)
+    probe = Probe(name, present, ready, f"{name}'s runtime is missing", hint) if probed else None
+    return BackendStatus(name, "test", "1", name, state, probe=probe, vendor=vendor,
+                         error=None if probed else f"{name} was not probed")  # fmt: skip
 
 
 class _Owns:
@@ -366,3 +367,184 @@ def test_the_install_line_takes_the_index_of_that_backends_own_device() -> None:
     named = Verdict(2, "GPU B", None, "nvidia", "cuda", "install", "no torch", torch_index="C")
     assert install_choice([other, first, named], "cpu") == ("cuda", named)
     assert install_choice([other, first], "cpu") == ("cuda", first)
+
+
+class _Facts(_Owns):
+    """A backend that also gives per-device facts (``device_support``)."""
+
+    def __init__(self, facts: tuple[Any, ...], *buses: str, own: bool = True) -> None:
+        super().__init__(*buses)
+        self.facts = facts
+        if not own:
+            self.host_devices = None  # type: ignore[assignment]
+
+    def device_support(self, host: Host) -> tuple[Any, ...]:
+        return self.facts
+
+
+def _fact(bus: str | None, **kw: Any) -> Any:
+    from hwbackends.plugin import DeviceSupport
+
+    return DeviceSupport(bus, kw.pop("label", "Chip"), kw.pop("supported", True),
+                         kw.pop("reason", "its kernels are in the wheel"), **kw)  # fmt: skip
+
+
+_BOTH = ("0000:01:00.0", "0000:02:00.0")
+
+
+def test_a_claimed_device_follows_its_backends_probe() -> None:
+    from hwbackends import TorchBuild
+    from hwbackends._base.record import replace
+
+    host = replace(_two_gpus(), torch=TorchBuild("2.13.0+cu128", cuda="12.8"))
+    loaded = {"cuda": _Owns(*_BOTH)}
+
+    def one(**kw: Any) -> Any:
+        return _verdicts(host, [_status("cuda", "unavailable", "nvidia", **kw)], loaded, "cpu")[0]
+
+    served = one(ready=True)
+    assert (served.state, served.build) == ("served", "the installed torch 2.13.0+cu128")
+    unprobed = one(probed=False)
+    assert (unprobed.state, unprobed.reason) == ("unusable", "cuda was not probed")
+    absent = one(present=False)
+    assert (absent.state, absent.fix) == ("unusable", None)
+    hinted = one(hint="pip install torch --index-url https://download.pytorch.org/whl/cu126")
+    assert (hinted.state, hinted.torch_index) == (
+        "install",
+        "https://download.pytorch.org/whl/cu126",
+    )
+    assert hinted.build == "torch from https://download.pytorch.org/whl/cu126"
+
+
+def test_a_backends_device_facts_shape_the_build() -> None:
+    host = _two_gpus()
+    hint = "pip install torch --index-url https://example.org/whl"
+
+    def one(fact: Any, probe_hint: str | None = hint) -> Any:
+        statuses = [_status("cuda", "unavailable", "nvidia", hint=probe_hint)]
+        return _verdicts(host, statuses, {"cuda": _Facts((fact,), *_BOTH)}, "cpu")[0]
+
+    pinned = one(_fact(_BOTH[0], torch_index="https://example.org/cu126", torch_pin="2.9"))
+    assert (pinned.torch_pin, pinned.build) == ("2.9", "torch 2.9 from https://example.org/cu126")
+    unknown = one(_fact(_BOTH[0], supported=None, reason="a new chip", torch_index="I"))
+    assert unknown.build == "torch from I (unknown whether it has kernels for it: a new chip)"
+    # present, not ready, no fix named: its own build, whatever index its facts name
+    own = one(_fact(_BOTH[0], torch_index="I"), probe_hint=None)
+    assert (own.state, own.build, own.torch_index) == ("install", "the cuda backend's torch build",
+                                                       None)  # fmt: skip
+
+
+def test_devices_without_a_pci_address_are_matched_by_equality_and_position() -> None:
+    from hwbackends import HostDevice
+
+    a, b = HostDevice("google", None, name="TPU 0"), HostDevice("google", None, name="TPU 1")
+    host = Host(devices=(a, b))
+
+    class OnlyFirst:
+        def host_devices(self, host: Host) -> tuple[Any, ...]:
+            return (a,)
+
+    statuses = [_status("tpu", "unavailable", "google")]
+    got = _verdicts(host, statuses, {"tpu": OnlyFirst()}, "cpu")
+    assert [v.backend for v in got] == ["tpu", None]
+    # no host_devices hook: every device of its vendor is its own
+    assert [v.backend for v in _verdicts(host, statuses, {"tpu": object()}, "cpu")] == ["tpu"] * 2
+    # facts without addresses, one per own device: each device gets its own, in order
+    facts = (_fact(None, label="v5e chip 0"), _fact(None, label="v5e chip 1"))
+
+    class Both(_Facts):
+        def host_devices(self, host: Host) -> tuple[Any, ...]:
+            return (a, b)
+
+    got = _verdicts(host, statuses, {"tpu": Both(facts)}, "cpu")
+    assert [v.label for v in got] == ["v5e chip 0", "v5e chip 1"]
+
+
+def test_the_chosen_backends_own_names_label_its_devices() -> None:
+    from hwbackends._selection.verdict import build_verdicts
+
+    statuses = [_status("cuda", "unavailable", "nvidia")]
+    verdicts, _ = build_verdicts(_two_gpus(), statuses, {"cuda": _Owns(*_BOTH)}.get, "cpu", None,
+                                 names={_BOTH[1]: "NVIDIA H100 80GB HBM3"})  # fmt: skip
+    assert [v.label for v in verdicts] == ["GPU A", "NVIDIA H100 80GB HBM3"]
+
+
+def test_a_backend_that_found_hardware_claims_before_one_that_did_not() -> None:
+    asked: list[str] = []
+    loaded = {"acme": _Owns(*_BOTH), "zeta": _Owns(*_BOTH), "rocm": _Owns()}
+
+    def load(name: str) -> Any:
+        asked.append(name)
+        return loaded.get(name)
+
+    from hwbackends._selection.verdict import build_verdicts
+
+    statuses = [_status("acme", "unavailable", "nvidia", present=False),
+                _status("zeta", "unavailable", "nvidia"), _status("rocm", "unavailable", "amd"),
+                _status("omega", "unavailable", "nvidia", present=False)]  # fmt: skip
+    verdicts, _ = build_verdicts(_two_gpus(), statuses, load, "cpu", None)
+    assert [v.backend for v in verdicts] == ["zeta", "zeta"]
+    # a backend with none of its vendor's devices here, or whose devices are all claimed
+    # already, is not even asked for
+    assert asked == ["zeta"]
+
+
+def test_hardware_no_plugin_exists_for_says_so() -> None:
+    from hwbackends import HostDevice
+
+    host = Host(devices=(HostDevice("pci_1e3e", "0000:05:00.0", name="Iluvatar",
+                                    extra={"known_function": "no-plugin"}),))  # fmt: skip
+    (v,) = _verdicts(host, [_status("cpu", "selected", None)], {}, "cpu")
+    assert (v.state, v.reason) == (
+        "no-backend",
+        "no hwbackends plugin exists for this hardware, so no backend can use it",
+    )
+
+
+def test_the_notes_and_fixes_the_surfaces_render() -> None:
+    from hwbackends._selection.verdict import (
+        Verdict,
+        install_choice,
+        unusable_note,
+        verdict_groups,
+        with_fixes,
+    )
+
+    old = Verdict(0, "K80", None, "nvidia", "cuda", "unusable", "no wheel has sm_37")
+    old2 = Verdict(1, "K80", None, "nvidia", "cuda", "unusable", "no wheel has sm_37")
+    new = Verdict(2, "A100", None, "nvidia", "cuda", "served", "ready")
+    amd = Verdict(3, "MI300X", None, "amd", "rocm", "install", "no ROCm torch")
+    assert unusable_note("cuda", [old, old2]) == "no wheel has sm_37"
+    assert unusable_note("cuda", [old, new]) is None
+    assert unusable_note("rocm", [old]) is None
+    assert verdict_groups([old, old2, new]) == [(old, 2), (new, 1)]
+    # the chosen backend's served device first, before another backend's install
+    assert install_choice([amd, new], "cuda") == ("cuda", new)
+    assert install_choice([amd, new], "cpu") == ("rocm", amd)
+    hinted = _status("rocm", "unavailable", "amd", hint="pip install hwbackends-rocm")
+    unprobed = _status("npu", "broken", "huawei", probed=False)
+    fixed = with_fixes({"rocm": hinted, "npu": unprobed}, [amd])
+    assert (fixed["rocm"].fix, fixed["npu"]) == ("pip install hwbackends-rocm", unprobed)
+
+
+def test_a_backends_enriched_copy_of_a_device_is_still_that_device() -> None:
+    from hwbackends._base.record import replace
+
+    class Enriched:
+        def host_devices(self, host: Host) -> tuple[Any, ...]:
+            return tuple(replace(d, arch="sm_90") for d in host.devices[:1])  # same address
+
+    got = _verdicts(_two_gpus(), [_status("cuda", "unavailable", "nvidia")],
+                    {"cuda": Enriched()}, "cpu")  # fmt: skip
+    assert [v.backend for v in got] == ["cuda", None]
+
+
+def test_device_facts_that_are_not_a_tuple_are_a_plugin_fault_named_as_such() -> None:
+    from hwbackends._selection.verdict import build_verdicts
+
+    statuses = [_status("cuda", "unavailable", "nvidia")]
+    backend = _Facts(_fact(_BOTH[0]), *_BOTH)  # one record, not a tuple of them
+    verdicts, problems = build_verdicts(_two_gpus(), statuses, {"cuda": backend}.get, "cpu", None)
+    assert [v.state for v in verdicts] == ["install", "install"]  # from the probe alone
+    assert len(problems) == 1
+    assert "returned DeviceSupport, expected a tuple of DeviceSupport" in problems[0], problems

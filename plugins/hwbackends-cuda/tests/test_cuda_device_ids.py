@@ -16,10 +16,13 @@ from hwbackends_cuda import CudaBackend
 from hwbackends_cuda._arch import SM, arch_for_device_id
 from hwbackends_cuda._pciids import CHIPS, DEVICES
 from hwbackends_cuda._wheels import (
+    MIN_DRIVER,
     NEWEST,
     RELEASES,
     WHEELS,
+    Wheel,
     advise,
+    driver_runs,
     runs_on,
     wheel_for,
     wheel_of,
@@ -412,3 +415,46 @@ def test_the_matrix_is_not_applied_to_aarch64_hosts(load_host: Callable[[str], H
     d["machine"] = "aarch64"
     p = CudaBackend().probe(Host.from_dict(d))
     assert p.available, p.reason
+
+
+# -- the loaded driver: a wheel's CUDA needs a driver new enough (minor version compatibility)
+
+
+@given(st.sampled_from(WHEELS), st.tuples(st.integers(300, 700), st.integers(0, 200)))
+def test_a_wheel_runs_on_a_driver_exactly_from_its_cuda_majors_minimum(
+    wheel: Wheel, driver: tuple[int, int]
+) -> None:
+    need = MIN_DRIVER[int(wheel.cuda.partition(".")[0])]
+    assert driver_runs(wheel, driver) is (driver >= need)
+    assert driver_runs(wheel, None)  # unknown: never ruled out
+
+
+def test_a_driver_too_old_for_cuda_12_is_sent_to_the_last_cuda_11_wheels() -> None:
+    a = advise([(75, "Tesla T4")], default_index="cu126", driver=(515, 105, 1))
+    assert (a.wheel and a.wheel.index, a.torch_pin) == ("cu118", "2.7")
+    assert "515.105.01 is too old for the CUDA 12.6" in a.reason
+    assert "update the NVIDIA driver to 525.60.13 or newer" in a.reason
+    # a driver new enough changes nothing: the default index, no reason
+    ok = advise([(75, "Tesla T4")], default_index="cu126", driver=(525, 60, 13))
+    assert (ok.wheel and ok.wheel.index, ok.reason) == ("cu126", "")
+
+
+def test_a_driver_too_old_for_every_wheel_says_update_it_first() -> None:
+    a = advise([(61, "Quadro P400")], default_index="cu126", driver=(418, 43))
+    assert a.reason.endswith("update the NVIDIA driver to 525.60.13 or newer first")
+    assert "no CUDA wheel from 2.7 to" in a.reason
+
+
+def test_an_installed_cuda_12_torch_on_a_cuda_11_driver_is_not_ready(
+    load_host: Callable[[str], Host],
+) -> None:
+    d = load_host("v100-torch211-cu128").to_dict()
+    d["torch"] = {"version": "2.10.0+cu128", "cuda": "12.8", "hip": None}
+    d["packages"] = {"torch": "2.10.0+cu128"}
+    d["drivers"] = {"nvidia": "515.105.01"}
+    p = CudaBackend().probe(Host.from_dict(d))
+    assert not p.available
+    assert "driver 515.105.01 is too old for torch's CUDA 12.8 (needs >= 525.60.13)" in p.reason
+    assert p.hint and "cu118" in p.hint, p.hint
+    d["drivers"] = {"nvidia": "535.54.03"}
+    assert CudaBackend().probe(Host.from_dict(d)).available

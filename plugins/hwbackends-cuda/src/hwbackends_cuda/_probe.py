@@ -17,6 +17,8 @@ from hwbackends.facts import (
 )
 from hwbackends.plugin import Probe, frozen
 
+from ._driver import MIN_DRIVER
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -28,10 +30,8 @@ __all__ = ["DRIVER_MIN", "INSTALL_HINT", "probe"]
 #: The command that installs a CUDA build of torch (the backend's ``install_hint``).
 INSTALL_HINT = torch_install_hint("cuda")
 
-#: CUDA major -> the oldest Linux driver that runs it (minor-version compatibility). Source:
-#: CUDA Toolkit release notes, table "CUDA Toolkit and Minimum Required Driver Version for
-#: CUDA Minor Version Compatibility" (11.x: 450.80.02, 12.x: 525.60.13, 13.x: 580).
-DRIVER_MIN: Mapping[int, str] = {11: "450.80.02", 12: "525.60.13", 13: "580"}
+#: CUDA major -> the oldest Linux driver that runs it (``_driver``, minor version compatibility).
+DRIVER_MIN: Mapping[int, str] = MIN_DRIVER
 
 DRIVER_HINT = (
     "install the NVIDIA driver for this GPU (for example `sudo ubuntu-drivers install`, or "
@@ -55,6 +55,30 @@ def _names(host: Host, vendor: str, labels: list[str] | None = None) -> str:
     return ", ".join(f"{n}× {k}" if n > 1 else k for k, n in counts.items())
 
 
+def _installed_problem(
+    host: Host, known: list[tuple[int, str]], driver: tuple[int, ...] | None
+) -> tuple[str | None, str | None] | None:
+    """The installed CUDA wheel's release line and why it cannot serve here; ``(None, None)``
+    without one; None when it serves every GPU on the loaded driver."""
+    from ._wheels import caps_text, driver_problem, runs_on, wheel_of
+
+    t = host.torch
+    installed = wheel_of(t.version, t.cuda) if t is not None and t.flavour == "cuda" else None
+    if installed is None or t is None:
+        return None, None
+    bad = list(dict.fromkeys(lbl for c, lbl in known if not runs_on(installed, c)))
+    old_driver = driver_problem(installed, driver)
+    if bad:
+        return installed.torch, (
+            f"the installed torch {t.version} has no kernels for {', '.join(bad)}: PyTorch "
+            f"builds its {installed.index} wheels of torch {installed.torch} for compute "
+            f"capability {caps_text(installed)} only"
+        )
+    if old_driver is not None:  # the probe names the driver; the advice stays on this line
+        return installed.torch, None
+    return None
+
+
 def _wheel_advice(
     host: Host, archs: list[str | None], labels: list[str]
 ) -> tuple[str | None, str | None, str | None]:
@@ -67,27 +91,22 @@ def _wheel_advice(
     if machine not in ("x86_64", "amd64", ""):
         return None, None, None  # the matrix rows are PyTorch's Linux x86_64/Windows wheels
     from ._arch import SM
-    from ._wheels import advise, caps_text, runs_on, wheel_of
+    from ._wheels import advise, loaded_driver
 
     rows = [(SM.get(a or ""), lbl) for a, lbl in zip(archs, labels, strict=False)]
     known = [(r.capability, f"{lbl} ({r.arch}, {r.family})") for r, lbl in rows if r is not None]
-    if not known:
+    driver = loaded_driver(host)
+    if not known and driver is None:
         return None, None, None
-    t = host.torch
-    installed = wheel_of(t.version, t.cuda) if t is not None and t.flavour == "cuda" else None
-    problem = line = None
-    if installed is not None and t is not None:
-        bad = list(dict.fromkeys(lbl for c, lbl in known if not runs_on(installed, c)))
-        if not bad:
-            return None, None, None
-        line = installed.torch
-        problem = (
-            f"the installed torch {t.version} has no kernels for {', '.join(bad)}: PyTorch "
-            f"builds its {installed.index} wheels of torch {installed.torch} for compute "
-            f"capability {caps_text(installed)} only"
-        )
+    installed = _installed_problem(host, known, driver)
+    if installed is None:
+        return None, None, None  # the installed CUDA wheel runs every GPU on this driver
+    line, problem = installed
     default = TORCH_INDEXES["cuda"].rstrip("/").rpartition("/")[2]
-    advice = advise(known, line=line, default_index=default)
+    # GPUs of no known architecture: the driver alone can still rule the wheels out
+    advice = advise(known, line=line, default_index=default, driver=driver)
+    if not known and not advice.reason and problem is None:
+        return None, None, None
     if advice.command is None:
         hint = advice.reason
     else:
@@ -264,8 +283,9 @@ def _torch_problems(
         if need is not None and version_in_range(driver, need) is False:
             problems.append(f"driver {driver} is too old for torch's CUDA {cuda} (needs >= {need})")
             hints.append(
-                f"upgrade the NVIDIA driver to {need} or newer, or install a torch build for "
-                "an older CUDA"
+                wheel_hint
+                or f"upgrade the NVIDIA driver to {need} or newer, or install a "
+                "torch build for an older CUDA"
             )
 
 

@@ -37,11 +37,12 @@ def _capability(arch: str | None) -> int | None:
 def _installed_line(host: Host, caps: Sequence[int]) -> str | None:
     """The installed CUDA wheel's release line when it lacks kernels for one of ``caps``: the
     advice then stays on that line, as the probe's does."""
-    from ._wheels import runs_on, wheel_of
+    from ._wheels import driver_runs, loaded_driver, runs_on, wheel_of
 
     t = host.torch
     wheel = wheel_of(t.version, t.cuda) if t is not None and t.flavour == "cuda" else None
-    if wheel is None or all(runs_on(wheel, c) for c in caps):
+    if wheel is None or (all(runs_on(wheel, c) for c in caps)
+                         and driver_runs(wheel, loaded_driver(host))):  # fmt: skip
         return None
     return wheel.torch
 
@@ -56,7 +57,7 @@ def device_support(
     probe's fix says it does."""
     if (host.machine or "x86_64").lower() not in ("x86_64", "amd64"):
         return ()
-    from ._wheels import NEWEST, RELEASES, WHEELS, advise, runs_on
+    from ._wheels import NEWEST, RELEASES, WHEELS, advise, loaded_driver, runs_on
 
     caps = [_capability(a) for a in archs]
     shown = [f"{lbl} ({a})" if a else lbl for lbl, a in zip(labels, archs, strict=True)]
@@ -67,7 +68,8 @@ def device_support(
     ]  # fmt: skip
     line = _installed_line(host, [c for c, _ in runnable])
     default = TORCH_INDEXES["cuda"].rstrip("/").rpartition("/")[2]
-    advice = advise(runnable, line=line, default_index=default) if runnable else None
+    driver = loaded_driver(host)
+    advice = advise(runnable, line=line, default_index=default, driver=driver) if runnable else None
     out = []
     for d, cap, what in zip(own, caps, shown, strict=True):
         if cap is None:

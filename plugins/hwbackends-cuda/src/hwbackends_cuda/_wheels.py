@@ -19,6 +19,9 @@ Sources, per release (each row cites its own):
   2.9 and 2.10"); 2.11: pytorch/pytorch#175253 and the dev-discuss post "Dropping Volta
   support from CUDA-12.8 binaries for release 2.11" (cu128 starts at Turing); 2.12-2.14:
   RELEASE.md "For Release 2.12, 2.13 and 2.14" (cu126, cu130, cu132; no cu128).
+
+A wheel also needs a driver new enough for its CUDA runtime: each CUDA major runs on any
+driver from a minimum on (NVIDIA's minor version compatibility), ``MIN_DRIVER``.
 """
 
 from __future__ import annotations
@@ -27,17 +30,24 @@ from dataclasses import dataclass
 
 from hwbackends.facts import WheelAdvice, pip_command, release
 
+from ._driver import MIN_DRIVER as _MIN_DRIVER
+from ._driver import SOURCE as DRIVER_SOURCE
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Literal
 
 __all__ = [
+    "MIN_DRIVER",
     "WHEELS",
     "Advice",
     "Wheel",
     "advise",
     "caps_text",
+    "driver_problem",
+    "driver_runs",
+    "loaded_driver",
     "runs_on",
     "wheel_for",
     "wheel_of",
@@ -120,6 +130,39 @@ WHEELS: tuple[Wheel, ...] = (
 RELEASES: tuple[str, ...] = tuple(dict.fromkeys(w.torch for w in WHEELS))
 NEWEST = RELEASES[-1]
 
+#: CUDA major -> the oldest Linux driver that runs its wheels (``_driver``), as numbers.
+MIN_DRIVER: dict[int, tuple[int, ...]] = {k: release(v) for k, v in _MIN_DRIVER.items()}
+
+
+def _need(w: Wheel) -> tuple[int, ...]:
+    return MIN_DRIVER.get(int(w.cuda.partition(".")[0]), ())
+
+
+def _text(v: tuple[int, ...]) -> str:
+    return ".".join(f"{n:02d}" if i else str(n) for i, n in enumerate(v))
+
+
+def driver_runs(wheel: Wheel, driver: tuple[int, ...] | None) -> bool:
+    """Whether the loaded driver (its release numbers; None: not known) runs the wheel's CUDA."""
+    return driver is None or driver >= _need(wheel)
+
+
+def driver_problem(wheel: Wheel, driver: tuple[int, ...] | None) -> str | None:
+    """Why the loaded driver cannot run this wheel's CUDA, or None when it can (or is unknown)."""
+    if driver_runs(wheel, driver) or driver is None:
+        return None
+    return (f"the loaded NVIDIA driver {_text(driver)} is too old for the CUDA {wheel.cuda} of "
+            f"PyTorch's {wheel.index} wheels, which need driver {_text(_need(wheel))} or newer "
+            f"({DRIVER_SOURCE})")  # fmt: skip
+
+
+def loaded_driver(host: object) -> tuple[int, ...] | None:
+    """The loaded NVIDIA driver's release numbers (``/proc/driver/nvidia/version``, the
+    module's version), or None when the host does not show one."""
+    drivers = getattr(host, "drivers", None) or {}
+    got = release(drivers.get("nvidia"))
+    return got if len(got) >= 2 else None
+
 
 def runs_on(wheel: Wheel, capability: int) -> bool:
     """Whether the wheel has kernels for a GPU of this compute capability (major*10+minor)."""
@@ -161,8 +204,9 @@ class Advice:
         return pip_command(self.wheel.index, self.torch_pin)
 
 
-def _covering(line: str, caps: Sequence[int]) -> list[Wheel]:
-    rows = [w for w in WHEELS if w.torch == line and all(runs_on(w, c) for c in caps)]
+def _covering(line: str, caps: Sequence[int], driver: tuple[int, ...] | None = None) -> list[Wheel]:
+    rows = [w for w in WHEELS if w.torch == line and all(runs_on(w, c) for c in caps)
+            and driver_runs(w, driver)]  # fmt: skip
     # stable before experimental, then the newest CUDA: what PyTorch itself recommends first
     return sorted(rows, key=lambda w: (not w.stable, -int(w.index[2:])))
 
@@ -178,16 +222,28 @@ def caps_text(w: Wheel) -> str:
     )
 
 
-def advise(gpus: Sequence[tuple[int, str]], *, line: str | None = None,
-           default_index: str = "cu128") -> Advice:  # fmt: skip
+def advise(
+    gpus: Sequence[tuple[int, str]],
+    *,
+    line: str | None = None,
+    default_index: str = "cu128",
+    driver: tuple[int, ...] | None = None,
+) -> Advice:
     """Which wheel index has kernels for every GPU (``(capability, label)`` pairs).
 
     ``line`` is the installed torch's release line (``"2.11"``) when it must be replaced:
     the advice stays on it when one of its indexes serves the GPUs. Without it, the default
     index is kept when its newest torch serves them (an empty reason), else the newest
-    release's index that does, else the newest older release that still has one.
+    release's index that does, else the newest older release that still has one. ``driver``
+    (the loaded NVIDIA driver's release numbers) rules out the wheels whose CUDA it cannot run;
+    when it rules out all of them, the advice is to update the driver first.
     """
     caps = sorted({c for c, _ in gpus})
+    if driver is not None:
+        any_driver = advise(gpus, line=line, default_index=default_index)
+        if any_driver.wheel is not None and not driver_runs(any_driver.wheel, driver):
+            return _with_driver(gpus, line, default_index, driver, any_driver)
+        return any_driver
     what = ", ".join(dict.fromkeys(lbl for _, lbl in gpus))
     if line in RELEASES:
         ok = _covering(line, caps)
@@ -234,6 +290,29 @@ def advise(gpus: Sequence[tuple[int, str]], *, line: str | None = None,
     if caps[0] < 30:
         reason += f"; no PyTorch wheel ever had kernels for it: {OLDEST_BUILDS}"
     return Advice(None, reason, None, f"{MATRIX}; {OLDEST_SOURCE}")
+
+
+def _with_driver(gpus: Sequence[tuple[int, str]], line: str | None, default_index: str,
+                 driver: tuple[int, ...], plain: Advice) -> Advice:  # fmt: skip
+    """The advice when the loaded driver cannot run the index ``plain`` names: the newest
+    release whose wheels it runs and that has kernels for the GPUs, else update the driver."""
+    caps = sorted({c for c, _ in gpus})
+    w0 = plain.wheel
+    if w0 is None:  # pragma: no cover - the caller passes an advice that names a wheel
+        return plain
+    too_old = driver_problem(w0, driver)
+    for older in ([line] if line in RELEASES else []) + list(reversed(RELEASES)):
+        ok = _covering(older, caps, driver) if older else []
+        if ok:
+            w = ok[0]
+            pin = None if older == NEWEST and line is None else older
+            return Advice(w, f"{too_old}; torch {older}'s {w.index} wheels run on it and have "
+                          f"kernels for the GPUs; or update the NVIDIA driver to "
+                          f"{_text(_need(w0))} or newer and use {w0.index}", pin,
+                          f"{w.source}; {DRIVER_SOURCE}")  # fmt: skip
+    return Advice(w0, f"{too_old}, and no CUDA wheel from {RELEASES[0]} to {NEWEST} runs on "
+                  f"that driver: update the NVIDIA driver to {_text(_need(w0))} or newer first",
+                  plain.torch_pin, f"{w0.source}; {DRIVER_SOURCE}")  # fmt: skip
 
 
 def wheel_for(arch: str, *, default_index: str | None = None) -> WheelAdvice:

@@ -149,7 +149,7 @@ def driver_runs(wheel: Wheel, driver: tuple[int, ...] | None) -> bool:
 
 def driver_problem(wheel: Wheel, driver: tuple[int, ...] | None) -> str | None:
     """Why the loaded driver cannot run this wheel's CUDA, or None when it can (or is unknown)."""
-    if driver_runs(wheel, driver) or driver is None:
+    if driver is None or driver_runs(wheel, driver):
         return None
     return (f"the loaded NVIDIA driver {_text(driver)} is too old for the CUDA {wheel.cuda} of "
             f"PyTorch's {wheel.index} wheels, which need driver {_text(_need(wheel))} or newer "
@@ -301,8 +301,11 @@ def _with_driver(gpus: Sequence[tuple[int, str]], line: str | None, default_inde
     if w0 is None:  # pragma: no cover - the caller passes an advice that names a wheel
         return plain
     too_old = driver_problem(w0, driver)
-    for older in ([line] if line in RELEASES else []) + list(reversed(RELEASES)):
-        ok = _covering(older, caps, driver) if older else []
+    # the installed line first (as without a driver), then the newest release down
+    for older in ([line] if line is not None and line in RELEASES else []) + list(
+        reversed(RELEASES)
+    ):
+        ok = _covering(older, caps, driver)
         if ok:
             w = ok[0]
             pin = None if older == NEWEST and line is None else older

@@ -51,11 +51,10 @@ _DIST_SOURCE = (
 
 
 #: The ES1000 (RN50), the display chip of server boards' management controllers: 2D only,
-#: no GPU. Its X driver turns render acceleration off for it ("RN50 is based on the RV100 but
-#: 3D isn't guaranteed to work": xf86-video-ati src/radeon_driver.c, PCI_CHIP_RN50_515E and
-#: _5969) and Mesa's radeon driver refuses it (src/mesa/drivers/dri/radeon/radeon_screen.c,
-#: radeon_set_screen_flags returns -1); pci.ids names both 1002:515e and 1002:5969 "ES1000".
-#: Left out like the ASPEED and Matrox BMC displays, which no backend claims.
+#: no GPU. Its X driver turns render acceleration off for it (xf86-video-ati radeon_kms.c,
+#: RADEONPreInitChipType_KMS: PCI_CHIP_RN50_515E and _5969) and Mesa's classic radeon driver
+#: refuses it (radeon_screen.c, radeon_set_screen_flags); pci.ids names both 1002:515e and
+#: 1002:5969 "ES1000". Left out like the ASPEED and Matrox BMC displays no backend claims.
 SERVER_VGA = frozenset({"0x515e", "0x5969"})
 
 _SOURCES = {

@@ -102,3 +102,34 @@ def test_first_gen_gaudi_is_pointed_at_the_last_release_that_supports_it() -> No
     # Gaudi 3: the current installer
     gaudi3 = hpu.probe(Host.from_file(hosts / "gaudi3_no_package.json"))
     assert gaudi3.hint == hpu.install_hint
+
+
+@pytest.mark.parametrize(("driver", "says"), [
+    ("vfio-pci", "which keeps it for a virtual machine's guest"),
+    ("pci-stub", "which keeps every driver off it"),
+])  # fmt: skip
+def test_devices_held_back_from_their_vendors_driver_are_not_ready(driver: str, says: str) -> None:
+    """Any vendor's accelerators bound to vfio-pci or pci-stub (a GPU passed to a VM) are
+    present and not ready, with the fix, whatever software is installed; one left to its
+    vendor's driver keeps the backend's usual answer."""
+    from hwbackends_hpu import HpuBackend
+
+    d = json.loads(
+        (
+            Path(__file__).resolve().parent.parent
+            / "plugins/hwbackends-hpu/tests/hosts/hls_gaudi2_8.json"
+        ).read_text()
+    )
+    ready = HpuBackend().probe(Host.from_dict(d))
+    held = json.loads(json.dumps(d))
+    for dev in held["devices"]:
+        dev["driver"] = driver
+    p = HpuBackend().probe(Host.from_dict(held))
+    assert (p.hardware_present, p.available) == (True, False)
+    assert (
+        "but 0000:33:00.0, 0000:9a:00.0, " in p.reason
+        and f"are bound to {driver}, {says}" in p.reason
+    )
+    assert p.hint and f"{driver}.ids=" in p.hint
+    held["devices"][0]["driver"] = "habanalabs"
+    assert HpuBackend().probe(Host.from_dict(held)).available == ready.available

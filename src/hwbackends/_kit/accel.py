@@ -18,7 +18,7 @@ from hwbackends.plugin import BaseBackend, common_attention
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Mapping, Sequence
     from typing import Any, ClassVar
 
     from hwbackends._base.protocol import Device, Precision
@@ -231,6 +231,37 @@ def code_gated_quantization(device_type: str) -> tuple[QuantSupport, ...]:
 
 
 _CONSULT: Any = object()  # "the declarations pass: ask the stacks"
+
+#: Drivers that hold a PCI function back from its vendor's driver, whatever the vendor: what
+#: each means and the fix (Linux Documentation/driver-api/vfio.rst; drivers/pci/pci-stub.c).
+HELD_BY: Mapping[str, tuple[str, str]] = {
+    "vfio-pci": (
+        "which keeps it for a virtual machine's guest (Linux Documentation/driver-api/vfio.rst)",
+        "use it in the guest it is passed to; for this machine, take its id out of the "
+        "vfio-pci.ids= kernel option (or its driverctl override) and reboot, so that its "
+        "vendor's driver takes it",
+    ),
+    "pci-stub": (
+        "which keeps every driver off it (pci-stub.ids=, drivers/pci/pci-stub.c)",
+        "take its id out of the pci-stub.ids= kernel option and reboot, so that its vendor's "
+        "driver takes it",
+    ),
+}
+
+
+def held_back(devices: Sequence[HostDevice]) -> tuple[str, str] | None:
+    """``(problem, fix)`` when every one of ``devices`` is bound to a driver that holds it back
+    from its vendor's (``HELD_BY``: ``vfio-pci``, ``pci-stub``); None when one is usable."""
+    by: dict[str, list[str]] = {}
+    for d in devices:
+        drv = d.extra.get("driver")
+        if isinstance(drv, str) and drv in HELD_BY:
+            by.setdefault(drv, []).append(d.pci_bus_id or d.name or "a device")
+    if not by or sum(map(len, by.values())) < len(devices):
+        return None
+    said = [f"{', '.join(where)} {'is' if len(where) == 1 else 'are'} bound to {drv}, "
+            f"{HELD_BY[drv][0]}" for drv, where in by.items()]  # fmt: skip
+    return "; ".join(said), "; ".join(dict.fromkeys(HELD_BY[drv][1] for drv in by))
 
 
 class _KnownIds:
@@ -457,6 +488,10 @@ class AcceleratorBackend(BaseBackend):
             if not ready and f.problem:
                 why += f" (and {f.problem})"
             return Probe(self.name, False, ready, why, self.hardware_hint or None, evidence)
+        held = held_back(self.host_devices(host))
+        if held is not None:  # no software makes a device usable while it is held back
+            why = f"{self.display_name} hardware found ({f.evidence[0]}), but {held[0]}"
+            return Probe(self.name, True, False, why, held[1], evidence)
         if not ready:
             return Probe(
                 self.name,

@@ -155,6 +155,7 @@ def test_an_empty_range_spoils_the_whole_list() -> None:
 def test_an_arm_cpu_is_aarch64_only_with_its_64_bit_features(
     tmp_path: Path, arch: str, features: str, machine: str
 ) -> None:
-    # a 32-bit kernel on an ARMv8 core shows architecture 8 with the AArch32 features
+    # a 32-bit process on a 64-bit ARM kernel reads architecture 8 with the AArch32 (compat)
+    # features (arch/arm64/kernel/cpuinfo.c c_show): its userland is not aarch64, so unknown
     text = f"processor\t: 0\nFeatures\t: {features}\nCPU architecture: {arch}\n"
     assert tree_machine(str(_tree(tmp_path, text))) == machine

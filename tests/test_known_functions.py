@@ -204,3 +204,25 @@ def test_the_npu_of_a_laptop_is_named_and_quiet(tmp_path: Path) -> None:
     pci_function(tmp_path, "0000:00:0b.0", "0x8086", "0x7d1d", "0x120000", "intel_vpu")
     host = Host.from_system(str(tmp_path), path=[], backends=[])
     assert make_registry().select({}, host).warnings == ()
+
+
+@pytest.mark.parametrize("did", ["0x515e", "0x5969"])
+@pytest.mark.parametrize("with_rocm", [False, True])
+def test_a_servers_es1000_display_is_no_amd_gpu(tmp_path: Path, did: str, with_rocm: bool) -> None:
+    """The ES1000 (RN50) on a server board is its management controller's 2D display: named,
+    never an AMD GPU of the rocm backend nor hardware to install it for (the hwloc captures of
+    a 4-socket Opteron and an SL390s in the corpus show one)."""
+    pci_function(tmp_path, "0000:01:00.0", "0x1002", did, "0x030000", "radeon")
+    pci_function(tmp_path, "0000:43:00.0", "0x1002", "0x74a1", "0x120000", "amdgpu")  # MI300X
+    backends = []
+    if with_rocm:
+        pytest.importorskip("hwbackends_rocm")
+        from hwbackends_rocm import RocmBackend
+
+        backends = [RocmBackend()]
+    host = Host.from_system(str(tmp_path), path=[], backends=backends)
+    es1000 = next(d for d in host.devices if d.pci_bus_id == "0000:01:00.0")
+    assert es1000.extra.get("known_function") == "not-compute"
+    assert es1000.name == "ATI ES1000 (RN50) server-management display"
+    gpus = [d.pci_bus_id for d in host.devices if not d.extra.get("known_function")]
+    assert gpus == ["0000:43:00.0"]

@@ -225,13 +225,3 @@ def test_the_driver_bound_instead_is_the_reason(
     assert "amdgpu-install" not in (p.hint or "")
     assert main(["env", "--root", str(root)]) == 0
     assert f"0000:0c:00.0 is bound to {driver}, {says}" in " ".join(capsys.readouterr().out.split())
-
-
-@pytest.mark.parametrize("did", ["0x515e", "0x5969", "0x515E"])
-def test_a_servers_es1000_management_display_is_no_rocm_device(tmp_path: Path, did: str) -> None:
-    from hwbackends import HostDevice
-
-    mi = HostDevice("amd", "0000:43:00.0", pci_device_id="0x74a1")  # an MI300X
-    bmc = HostDevice("amd", "0000:01:00.0", pci_device_id=did)
-    got = RocmBackend().read_devices(str(tmp_path), (bmc, mi), system="Linux", machine="x86_64")
-    assert got == (mi,)

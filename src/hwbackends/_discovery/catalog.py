@@ -160,6 +160,18 @@ _QAT_SRC = (
     "420xx and their vf drivers)"
 )
 KNOWN_FUNCTIONS: tuple[KnownFunction, ...] = (
+    # a server board's management display, like the ASPEED and Matrox ones no backend claims:
+    # 2D only (xf86-video-ati radeon_kms.c turns render acceleration off for RN50; Mesa's
+    # radeon_screen.c radeon_set_screen_flags refuses it)
+    KnownFunction(
+        "not-compute",
+        "ATI ES1000 (RN50) server-management display",
+        0x1002,
+        (0x515E, 0x5969),
+        (),
+        "pci.ids 1002:515e ES1000, 1002:5969 ES1000; xf86-video-ati radeon_kms.c "
+        "(PCI_CHIP_RN50_515E/_5969: no render acceleration)",
+    ),
     KnownFunction(
         "not-compute",
         "Intel QuickAssist Technology (crypto and compression offload)",

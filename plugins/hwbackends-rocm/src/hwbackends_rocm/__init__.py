@@ -50,13 +50,6 @@ _DIST_SOURCE = (
 )
 
 
-#: The ES1000 (RN50), the display chip of server boards' management controllers: 2D only,
-#: no GPU. Its X driver turns render acceleration off for it (xf86-video-ati radeon_kms.c,
-#: RADEONPreInitChipType_KMS: PCI_CHIP_RN50_515E and _5969) and Mesa's classic radeon driver
-#: refuses it (radeon_screen.c, radeon_set_screen_flags); pci.ids names both 1002:515e and
-#: 1002:5969 "ES1000". Left out like the ASPEED and Matrox BMC displays no backend claims.
-SERVER_VGA = frozenset({"0x515e", "0x5969"})
-
 _SOURCES = {
     "arch": "KFD topology gfx_target_version (host reader) or the host file, else the PCI "
     "device-id table (hwbackends_rocm/_pciids.py: the amdgpu driver's pciidlist, pci.ids and "
@@ -110,7 +103,6 @@ class RocmBackend(BaseBackend):
         # mounts only part of /sys); a machine without it costs one stat.
         import os
 
-        found = tuple(d for d in found if (d.pci_device_id or "").lower() not in SERVER_VGA)
         if not os.path.isdir(os.path.join(root, "sys/class/kfd/kfd/topology/nodes")):
             return found
         from . import _system

@@ -90,6 +90,21 @@ TESTS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("_machine/cpuinfo.py",),
         ("tests/test_cpuinfo.py", "tests/test_root_tree.py", "tests/real_machines/test_corpus.py"),
     ),
+    "accel": (
+        ("_kit/accel.py",),
+        ("tests/test_accel_declarations.py", "tests/real_machines/test_corpus.py"),
+    ),
+    "cudawheels": (
+        (
+            "../../plugins/hwbackends-cuda/src/hwbackends_cuda/_wheels.py",
+            "../../plugins/hwbackends-cuda/src/hwbackends_cuda/_probe.py",
+        ),
+        (
+            "plugins/hwbackends-cuda/tests/test_cuda_device_ids.py",
+            "plugins/hwbackends-cuda/tests/test_cuda_hosts.py",
+            "tests/real_machines/test_corpus.py",
+        ),
+    ),
     "target": (
         ("_selection/target.py",),
         (
@@ -459,6 +474,14 @@ def _run_tests(tree: Path, tests: tuple[str, ...], timeout: float) -> tuple[str,
     return f"error rc={proc.returncode}", took, out
 
 
+def _module_name(rel: str) -> str:
+    """The import name of a mutated file: a core module (``_base/guard.py``) or a plugin's
+    own (``../../plugins/hwbackends-cuda/src/hwbackends_cuda/_wheels.py``)."""
+    if "/src/" in rel:
+        return rel.rpartition("/src/")[2].removesuffix(".py").replace("/", ".")
+    return "hwbackends." + rel.removesuffix(".py").replace("/", ".")
+
+
 def _apply(tree: Path, m: Mutant | None, rel: str) -> None:
     src = SRC / rel
     dst = tree / "src" / "hwbackends" / rel
@@ -625,9 +648,7 @@ def _child(
                 for m in todo:
                     out.write(json.dumps({"start": m.ident}) + "\n")
                     out.flush()
-                    module = importlib.import_module(
-                        "hwbackends." + m.path.removesuffix(".py").replace("/", ".")
-                    )
+                    module = importlib.import_module(_module_name(m.path))
                     t0 = time.monotonic()
                     try:
                         patch = _Patch(
